@@ -1,0 +1,2 @@
+//! The `oxla` command line.
+fn main() {}

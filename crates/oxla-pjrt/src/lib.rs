@@ -1,0 +1,1 @@
+//! oxla-pjrt: the PJRT C API shim.
