@@ -1,0 +1,628 @@
+//! Executables: compiled programs, their metadata, their serialized form, and execution.
+//!
+//! Compiling reads the program with oxla-frontend, checks that the entry function exists, that
+//! its signature is static tensors only, and that the evaluator implements every op (an
+//! unsupported op fails here, naming the op and its location). Execution runs the entry function
+//! once per device on the worker pool.
+
+use crate::buffer::{Buffer, Slot};
+use crate::device::{Device, MEMORY_KIND};
+use crate::error::{ClientError, Result};
+use crate::event::Event;
+use oxla_ir::{Attribute, Function, Literal, Module, OpKind, Region, TensorType, Type};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Options a program is compiled with (the parts of XLA's `CompileOptionsProto` oxla keeps).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Number of replicas (at least 1).
+    pub num_replicas: usize,
+    /// Number of partitions (at least 1).
+    pub num_partitions: usize,
+    /// Device ids by `[replica][partition]`; `None` means the client's default assignment.
+    pub device_assignment: Option<Vec<Vec<i32>>>,
+    /// The options as the caller serialized them (kept verbatim for serialization).
+    pub serialized: Vec<u8>,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions {
+            num_replicas: 1,
+            num_partitions: 1,
+            device_assignment: None,
+            serialized: Vec::new(),
+        }
+    }
+}
+
+/// The format name of programs oxla compiles and reports.
+pub const PROGRAM_FORMAT: &str = "mlir";
+
+/// Magic bytes of a serialized oxla executable.
+pub const SERIALIZED_MAGIC: &[u8; 8] = b"OXLAEXE\0";
+/// Version of the serialized executable format.
+pub const SERIALIZED_VERSION: u32 = 1;
+
+/// Whether the evaluator implements `kind`.
+fn op_supported(kind: &OpKind) -> bool {
+    oxla_ir::eval::is_supported(kind)
+}
+
+fn check_region(region: &Region) -> Result<()> {
+    let mut worklist = vec![region];
+    while let Some(region) = worklist.pop() {
+        for block in &region.blocks {
+            for op in &block.ops {
+                if !op_supported(&op.kind) {
+                    return Err(ClientError::Unimplemented(format!(
+                        "op {} at {} is not supported by oxla",
+                        op.kind.name(),
+                        op.location
+                    )));
+                }
+                worklist.extend(op.regions.iter());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn static_tensor(ty: &Type, what: &str) -> Result<TensorType> {
+    match ty {
+        Type::Tensor(t) if t.is_static() => Ok(t.clone()),
+        other => Err(ClientError::Unimplemented(format!(
+            "{what} has type {other}; oxla supports statically shaped tensors only"
+        ))),
+    }
+}
+
+fn is_donated(attrs: &[(String, Attribute)]) -> bool {
+    attrs.iter().any(|(name, attr)| match name.as_str() {
+        "jax.buffer_donor" => !matches!(attr, Attribute::Bool(false)),
+        "tf.aliasing_output" => attr.as_int().is_some(),
+        _ => false,
+    })
+}
+
+struct ExecutableInner {
+    name: String,
+    module: Module,
+    entry: String,
+    program: Vec<u8>,
+    options: CompileOptions,
+    input_types: Vec<TensorType>,
+    output_types: Vec<TensorType>,
+    donated: Vec<bool>,
+    fingerprint: String,
+}
+
+/// A compiled program, independent of devices. Cheap to clone.
+#[derive(Clone)]
+pub struct Executable {
+    inner: Arc<ExecutableInner>,
+}
+
+impl std::fmt::Debug for Executable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executable")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}
+
+/// 64-bit FNV-1a, used for fingerprints.
+fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(seed, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Executable {
+    /// Compiles `program` (MLIR bytecode or StableHLO text).
+    pub fn compile(program: &[u8], options: CompileOptions) -> Result<Executable> {
+        if options.num_replicas == 0 || options.num_partitions == 0 {
+            return Err(ClientError::InvalidArgument(format!(
+                "{} replicas x {} partitions: both must be at least 1",
+                options.num_replicas, options.num_partitions
+            )));
+        }
+        if options.num_partitions > 1 {
+            return Err(ClientError::Unimplemented(format!(
+                "programs partitioned over {} devices (SPMD) are not supported yet",
+                options.num_partitions
+            )));
+        }
+        let module = oxla_frontend::read_program(program)?;
+        let entry: &Function = module.entry_function().ok_or_else(|| {
+            ClientError::InvalidArgument(
+                "program has no entry function (`main` or a single public function)".to_string(),
+            )
+        })?;
+        for function in &module.functions {
+            check_region(&function.body)?;
+        }
+        let input_types = entry
+            .ty
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(idx, ty)| static_tensor(ty, &format!("argument {idx} of @{}", entry.name)))
+            .collect::<Result<Vec<_>>>()?;
+        let output_types = entry
+            .ty
+            .results
+            .iter()
+            .enumerate()
+            .map(|(idx, ty)| static_tensor(ty, &format!("result {idx} of @{}", entry.name)))
+            .collect::<Result<Vec<_>>>()?;
+        let donated = (0..input_types.len())
+            .map(|idx| entry.arg_attrs.get(idx).is_some_and(|a| is_donated(a)))
+            .collect();
+        let name = module.name.clone().unwrap_or_else(|| entry.name.clone());
+        let entry_name = entry.name.clone();
+        let mut hash_input = Vec::new();
+        hash_input.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
+        hash_input.extend_from_slice(&(program.len() as u64).to_le_bytes());
+        hash_input.extend_from_slice(program);
+        hash_input.extend_from_slice(&options.serialized);
+        hash_input.extend_from_slice(&(options.num_replicas as u64).to_le_bytes());
+        hash_input.extend_from_slice(&(options.num_partitions as u64).to_le_bytes());
+        let fingerprint = format!(
+            "{:016x}{:016x}",
+            fnv1a(0xcbf2_9ce4_8422_2325, &hash_input),
+            fnv1a(0x6c62_272e_07bb_0142, &hash_input)
+        );
+        Ok(Executable {
+            inner: Arc::new(ExecutableInner {
+                name,
+                entry: entry_name,
+                module,
+                program: program.to_vec(),
+                options,
+                input_types,
+                output_types,
+                donated,
+                fingerprint,
+            }),
+        })
+    }
+
+    /// Reads an executable written by [`Executable::serialize`] and compiles it again.
+    pub fn deserialize(bytes: &[u8]) -> Result<Executable> {
+        let mut reader = Reader { bytes, pos: 0 };
+        if reader.take(SERIALIZED_MAGIC.len())? != SERIALIZED_MAGIC {
+            return Err(ClientError::InvalidArgument(
+                "not a serialized oxla executable (bad magic)".to_string(),
+            ));
+        }
+        let version = reader.u32()?;
+        if version != SERIALIZED_VERSION {
+            return Err(ClientError::InvalidArgument(format!(
+                "serialized executable has format version {version}, this oxla reads {SERIALIZED_VERSION}"
+            )));
+        }
+        let num_replicas = reader.u32()? as usize;
+        let num_partitions = reader.u32()? as usize;
+        let has_assignment = reader.u32()? != 0;
+        let device_assignment = if has_assignment {
+            let mut rows = Vec::new();
+            for _ in 0..num_replicas {
+                let mut row = Vec::new();
+                for _ in 0..num_partitions {
+                    row.push(reader.u32()? as i32);
+                }
+                rows.push(row);
+            }
+            Some(rows)
+        } else {
+            None
+        };
+        let program_len = reader.u64()?;
+        let program = reader.take_len(program_len)?.to_vec();
+        let options_len = reader.u64()?;
+        let serialized = reader.take_len(options_len)?.to_vec();
+        if reader.pos != bytes.len() {
+            return Err(ClientError::InvalidArgument(
+                "serialized executable has trailing bytes".to_string(),
+            ));
+        }
+        Executable::compile(
+            &program,
+            CompileOptions {
+                num_replicas,
+                num_partitions,
+                device_assignment,
+                serialized,
+            },
+        )
+    }
+
+    /// The versioned serialized form: magic, version, replica/partition counts, device
+    /// assignment, program bytes, compile options. Loading it compiles the program again.
+    pub fn serialize(&self) -> Vec<u8> {
+        let options = &self.inner.options;
+        let mut out = Vec::new();
+        out.extend_from_slice(SERIALIZED_MAGIC);
+        out.extend_from_slice(&SERIALIZED_VERSION.to_le_bytes());
+        out.extend_from_slice(&(options.num_replicas as u32).to_le_bytes());
+        out.extend_from_slice(&(options.num_partitions as u32).to_le_bytes());
+        match &options.device_assignment {
+            Some(rows) => {
+                out.extend_from_slice(&1u32.to_le_bytes());
+                for id in rows.iter().flatten() {
+                    out.extend_from_slice(&(*id as u32).to_le_bytes());
+                }
+            }
+            None => out.extend_from_slice(&0u32.to_le_bytes()),
+        }
+        out.extend_from_slice(&(self.inner.program.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.inner.program);
+        out.extend_from_slice(&(options.serialized.len() as u64).to_le_bytes());
+        out.extend_from_slice(&options.serialized);
+        out
+    }
+
+    /// The executable's name (the module's `sym_name`, else the entry function's).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The entry function's name.
+    pub fn entry_name(&self) -> &str {
+        &self.inner.entry
+    }
+
+    /// The program as read.
+    pub fn module(&self) -> &Module {
+        &self.inner.module
+    }
+
+    /// The compile options.
+    pub fn options(&self) -> &CompileOptions {
+        &self.inner.options
+    }
+
+    /// The compile options as the caller serialized them.
+    pub fn serialized_compile_options(&self) -> &[u8] {
+        &self.inner.options.serialized
+    }
+
+    /// Number of replicas.
+    pub fn num_replicas(&self) -> usize {
+        self.inner.options.num_replicas
+    }
+
+    /// Number of partitions.
+    pub fn num_partitions(&self) -> usize {
+        self.inner.options.num_partitions
+    }
+
+    /// Argument types of the entry function.
+    pub fn input_types(&self) -> &[TensorType] {
+        &self.inner.input_types
+    }
+
+    /// Result types of the entry function.
+    pub fn output_types(&self) -> &[TensorType] {
+        &self.inner.output_types
+    }
+
+    /// Number of outputs per device.
+    pub fn num_outputs(&self) -> usize {
+        self.inner.output_types.len()
+    }
+
+    /// The memory kind of each output.
+    pub fn output_memory_kinds(&self) -> Vec<&'static str> {
+        vec![MEMORY_KIND; self.num_outputs()]
+    }
+
+    /// Which arguments the program donates (`jax.buffer_donor` / `tf.aliasing_output`).
+    pub fn donated_inputs(&self) -> &[bool] {
+        &self.inner.donated
+    }
+
+    /// A fingerprint of the program, the options and the oxla version.
+    pub fn fingerprint(&self) -> &str {
+        &self.inner.fingerprint
+    }
+
+    /// The size of the "generated code" (the program bytes oxla keeps).
+    pub fn code_size(&self) -> usize {
+        self.inner.program.len()
+    }
+
+    /// The optimized program: its format and bytes (oxla returns the program it compiled).
+    pub fn optimized_program(&self) -> (&'static str, &[u8]) {
+        (PROGRAM_FORMAT, &self.inner.program)
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| {
+            ClientError::InvalidArgument("serialized executable is truncated".to_string())
+        })?;
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn take_len(&mut self, n: u64) -> Result<&'a [u8]> {
+        let n = usize::try_from(n).map_err(|_| {
+            ClientError::InvalidArgument("serialized executable length overflows".to_string())
+        })?;
+        self.take(n)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+/// Per-call execution options.
+#[derive(Clone, Debug, Default)]
+pub struct ExecuteOptions {
+    /// Argument indices that must not be donated even if the program donates them.
+    pub non_donatable_inputs: Vec<usize>,
+    /// Run on this one device only (its argument list is the only one given).
+    pub execute_device: Option<Device>,
+}
+
+/// What [`LoadedExecutable::execute`] returns.
+#[derive(Debug)]
+pub struct ExecuteResult {
+    /// Output buffers per device, in the order of the argument lists.
+    pub outputs: Vec<Vec<Buffer>>,
+    /// One completion event per device.
+    pub completions: Vec<Event>,
+}
+
+struct LoadedInner {
+    executable: Executable,
+    devices: Vec<Device>,
+    deleted: AtomicBool,
+}
+
+/// An executable loaded onto devices, ready to run. Cheap to clone.
+#[derive(Clone)]
+pub struct LoadedExecutable {
+    inner: Arc<LoadedInner>,
+}
+
+impl std::fmt::Debug for LoadedExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedExecutable")
+            .field("name", &self.inner.executable.name())
+            .field("devices", &self.inner.devices)
+            .finish()
+    }
+}
+
+impl LoadedExecutable {
+    pub(crate) fn new(executable: Executable, devices: Vec<Device>) -> LoadedExecutable {
+        LoadedExecutable {
+            inner: Arc::new(LoadedInner {
+                executable,
+                devices,
+                deleted: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The device-independent executable.
+    pub fn executable(&self) -> &Executable {
+        &self.inner.executable
+    }
+
+    /// The devices it runs on, in argument-list order.
+    pub fn addressable_devices(&self) -> &[Device] {
+        &self.inner.devices
+    }
+
+    /// Marks the executable deleted; running executions finish. Idempotent.
+    pub fn delete(&self) {
+        self.inner.deleted.store(true, Ordering::SeqCst);
+    }
+
+    /// True once [`LoadedExecutable::delete`] has been called.
+    pub fn is_deleted(&self) -> bool {
+        self.inner.deleted.load(Ordering::SeqCst)
+    }
+
+    /// Runs the program once per device, with `argument_lists[i]` on device `i`.
+    /// Arguments are validated now; the work runs on the worker pool and its errors arrive
+    /// through the completion events and the outputs' ready events.
+    pub fn execute(
+        &self,
+        argument_lists: &[Vec<Buffer>],
+        options: &ExecuteOptions,
+    ) -> Result<ExecuteResult> {
+        if self.is_deleted() {
+            return Err(ClientError::FailedPrecondition(format!(
+                "executable {} has been deleted",
+                self.executable().name()
+            )));
+        }
+        let devices: Vec<Device> = match &options.execute_device {
+            Some(device) => vec![device.clone()],
+            None => self.inner.devices.clone(),
+        };
+        if argument_lists.len() != devices.len() {
+            return Err(ClientError::InvalidArgument(format!(
+                "executable {} runs on {} device(s), got {} argument list(s)",
+                self.executable().name(),
+                devices.len(),
+                argument_lists.len()
+            )));
+        }
+        let exe = self.executable().clone();
+        // Validate everything before touching any buffer.
+        for (device, args) in devices.iter().zip(argument_lists) {
+            self.check_arguments(device, args, options)?;
+        }
+        let mut outputs = Vec::with_capacity(devices.len());
+        let mut completions = Vec::with_capacity(devices.len());
+        for (device, args) in devices.iter().zip(argument_lists) {
+            let mut arg_slots = Vec::with_capacity(args.len());
+            for (arg_idx, buffer) in args.iter().enumerate() {
+                let donate = exe.donated_inputs()[arg_idx]
+                    && !options.non_donatable_inputs.contains(&arg_idx);
+                let what = format!("argument {arg_idx} of {}", exe.name());
+                // A donated buffer is consumed by the call, as PJRT's contract says.
+                let slot = if donate {
+                    buffer.take_slot(&what)?
+                } else {
+                    buffer.slot(&what)?
+                };
+                arg_slots.push(slot);
+            }
+            let out_slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
+            let out_buffers = exe
+                .output_types()
+                .iter()
+                .zip(&out_slots)
+                .map(|(ty, slot)| {
+                    Buffer::from_slot(ty.clone(), device.default_memory(), device, slot.clone())
+                })
+                .collect();
+            let done = Event::new();
+            let job_done = done.clone();
+            let job_exe = exe.clone();
+            device.runtime().pool.spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_on_worker(&job_exe, &arg_slots)
+                }))
+                .unwrap_or_else(|payload| {
+                    Err(ClientError::from_panic(
+                        &format!("execution of {}", job_exe.name()),
+                        payload.as_ref(),
+                    ))
+                });
+                drop(arg_slots);
+                match result {
+                    Ok(values) => {
+                        for (slot, value) in out_slots.iter().zip(values) {
+                            slot.fill(Ok(Arc::new(value.data)));
+                        }
+                        job_done.set(Ok(()));
+                    }
+                    Err(err) => {
+                        for slot in &out_slots {
+                            slot.fill(Err(err.clone()));
+                        }
+                        job_done.set(Err(err));
+                    }
+                }
+            });
+            outputs.push(out_buffers);
+            completions.push(done);
+        }
+        Ok(ExecuteResult {
+            outputs,
+            completions,
+        })
+    }
+
+    fn check_arguments(
+        &self,
+        device: &Device,
+        args: &[Buffer],
+        options: &ExecuteOptions,
+    ) -> Result<()> {
+        let exe = self.executable();
+        let expected = exe.input_types();
+        if args.len() != expected.len() {
+            return Err(ClientError::InvalidArgument(format!(
+                "executable {} takes {} argument(s), got {}",
+                exe.name(),
+                expected.len(),
+                args.len()
+            )));
+        }
+        for (arg_idx, (buffer, ty)) in args.iter().zip(expected).enumerate() {
+            if buffer.ty() != ty {
+                return Err(ClientError::InvalidArgument(format!(
+                    "argument {arg_idx} of {} must be {ty}, got {}",
+                    exe.name(),
+                    buffer.ty()
+                )));
+            }
+            if buffer.device() != device {
+                return Err(ClientError::InvalidArgument(format!(
+                    "argument {arg_idx} of {} is on device {}, but this execution runs on device {}",
+                    exe.name(),
+                    buffer.device().id(),
+                    device.id()
+                )));
+            }
+            if buffer.is_deleted() {
+                return Err(ClientError::FailedPrecondition(format!(
+                    "argument {arg_idx} of {} has been deleted or donated",
+                    exe.name()
+                )));
+            }
+        }
+        for (arg_idx, buffer) in args.iter().enumerate() {
+            let donate =
+                exe.donated_inputs()[arg_idx] && !options.non_donatable_inputs.contains(&arg_idx);
+            if donate
+                && args
+                    .iter()
+                    .enumerate()
+                    .any(|(other_idx, other)| other_idx != arg_idx && other.same_buffer(buffer))
+            {
+                // A buffer passed twice cannot be donated (the caller should list it as
+                // non-donatable).
+                return Err(ClientError::InvalidArgument(format!(
+                    "argument {arg_idx} of {} is donated but passed more than once",
+                    exe.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run_on_worker(exe: &Executable, arg_slots: &[Arc<Slot>]) -> Result<Vec<Literal>> {
+    let mut args = Vec::with_capacity(arg_slots.len());
+    for (slot, ty) in arg_slots.iter().zip(exe.input_types()) {
+        let data = slot.wait()?;
+        args.push(Literal::new(ty.clone(), data.to_vec())?);
+    }
+    let results = oxla_ir::eval::run_function(exe.module(), exe.entry_name(), &args)?;
+    if results.len() != exe.num_outputs() {
+        return Err(ClientError::Internal(format!(
+            "{} returned {} values, its signature has {}",
+            exe.name(),
+            results.len(),
+            exe.num_outputs()
+        )));
+    }
+    for (idx, (value, ty)) in results.iter().zip(exe.output_types()).enumerate() {
+        if &value.ty != ty || Some(value.data.len()) != ty.byte_size() {
+            return Err(ClientError::Internal(format!(
+                "result {idx} of {} is {}, its signature says {ty}",
+                exe.name(),
+                value.ty
+            )));
+        }
+    }
+    Ok(results)
+}

@@ -1,0 +1,414 @@
+//! `convolution`: general dimension numbers, strides, padding, dilations and groups.
+//!
+//! Both operands are converted to the result element type (as `dot_general` does) and the
+//! sum is computed directly: for every output position, the valid (input, kernel) spatial
+//! offset pairs are found once, then reused for every batch, feature and kernel feature.
+//! `feature_group_count` splits input features and output features into matching groups;
+//! `batch_group_count` splits the batch and the output features the same way.
+
+use super::context::{extents, strides, OpCx};
+use super::convert::convert_array;
+use super::element::{decode, encode, Array};
+use super::elementwise::{ComplexOps, Int};
+use crate::{IrError, Literal, TensorType};
+use num_complex::Complex;
+
+/// Multiply-accumulate for one storage type.
+trait Mac: Copy {
+    fn zero() -> Self;
+    fn mac(acc: Self, a: Self, b: Self) -> Self;
+}
+
+macro_rules! mac_int {
+    ($($t:ty),*) => {$(
+        impl Mac for $t {
+            fn zero() -> Self { 0 }
+            fn mac(acc: Self, a: Self, b: Self) -> Self { acc.wadd(a.wmul(b)) }
+        }
+    )*};
+}
+mac_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+macro_rules! mac_float {
+    ($($t:ty),*) => {$(
+        impl Mac for $t {
+            fn zero() -> Self { 0.0 }
+            fn mac(acc: Self, a: Self, b: Self) -> Self { acc + a * b }
+        }
+        impl Mac for Complex<$t> {
+            fn zero() -> Self { Complex::new(0.0, 0.0) }
+            fn mac(acc: Self, a: Self, b: Self) -> Self { acc.add_(a.mul_(b)) }
+        }
+    )*};
+}
+mac_float!(f32, f64);
+
+impl Mac for bool {
+    fn zero() -> Self {
+        false
+    }
+    fn mac(acc: Self, a: Self, b: Self) -> Self {
+        acc | (a & b)
+    }
+}
+
+/// The validated index arithmetic of one convolution.
+struct Plan {
+    /// Output batch, output features, and flat output index per (batch, feature, spatial).
+    out_batch: usize,
+    out_features: usize,
+    /// Kernel input features per group.
+    kernel_in: usize,
+    feature_groups: usize,
+    batch_groups: usize,
+    in_batch: usize,
+    lhs_batch_stride: usize,
+    lhs_feature_stride: usize,
+    rhs_in_stride: usize,
+    rhs_out_stride: usize,
+    out_batch_stride: usize,
+    out_feature_stride: usize,
+    /// Per output spatial position: its flat output offset and the (lhs, rhs) offset pairs.
+    taps: Vec<(usize, Vec<(usize, usize)>)>,
+    n_out: usize,
+}
+
+fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> Result<Plan, IrError> {
+    let rank = lhs.rank();
+    if rank < 2 || rhs.rank() != rank || out.rank() != rank {
+        return Err(cx.invalid("operands and result must have the same rank, at least 2"));
+    }
+    let n_sp = rank - 2;
+    let dim = |name: &str| -> Result<usize, IrError> { Ok(cx.dims(name, &[cx.int(name)?], rank)?[0]) };
+    let list = |name: &str| -> Result<Vec<usize>, IrError> {
+        let v = cx.dims(name, &cx.i64s(name)?, rank)?;
+        if v.len() != n_sp {
+            return Err(cx.invalid(format!("`{name}` must list {n_sp} dimensions")));
+        }
+        Ok(v)
+    };
+    let (ib, ifeat, isp) = (
+        dim("input_batch_dimension")?,
+        dim("input_feature_dimension")?,
+        list("input_spatial_dimensions")?,
+    );
+    let (ki, ko, ksp) = (
+        dim("kernel_input_feature_dimension")?,
+        dim("kernel_output_feature_dimension")?,
+        list("kernel_spatial_dimensions")?,
+    );
+    let (ob, ofeat, osp) = (
+        dim("output_batch_dimension")?,
+        dim("output_feature_dimension")?,
+        list("output_spatial_dimensions")?,
+    );
+    let ones = vec![1i64; n_sp];
+    let per_dim = |name: &str, default: Vec<i64>| -> Result<Vec<i64>, IrError> {
+        let v = cx.i64s_or(name, default)?;
+        if v.len() != n_sp {
+            return Err(cx.invalid(format!("`{name}` must have {n_sp} entries")));
+        }
+        Ok(v)
+    };
+    let stride = per_dim("window_strides", ones.clone())?;
+    let lhs_dil = per_dim("lhs_dilation", ones.clone())?;
+    let rhs_dil = per_dim("rhs_dilation", ones)?;
+    if stride.iter().chain(&lhs_dil).chain(&rhs_dil).any(|&v| v < 1) {
+        return Err(cx.invalid("strides and dilations must be positive"));
+    }
+    let padding = cx.i64s_or("padding", vec![0; 2 * n_sp])?;
+    if padding.len() != 2 * n_sp {
+        return Err(cx.invalid(format!("`padding` must have {n_sp} pairs")));
+    }
+    let reversal: Vec<bool> = match cx.op.attr("window_reversal") {
+        None => vec![false; n_sp],
+        Some(crate::Attribute::DenseBoolArray(v)) if v.len() == n_sp => v.clone(),
+        Some(_) => return Err(cx.invalid("`window_reversal` must be one bool per spatial dim")),
+    };
+    let positive = |name: &str| -> Result<usize, IrError> {
+        match cx.op.attr(name) {
+            None => Ok(1),
+            Some(_) => usize::try_from(cx.int(name)?)
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| cx.invalid(format!("`{name}` must be positive"))),
+        }
+    };
+    let feature_groups = positive("feature_group_count")?;
+    let batch_groups = positive("batch_group_count")?;
+    let (le, re, oe) = (extents(&lhs.shape), extents(&rhs.shape), extents(&out.shape));
+    let (ls, rs, os) = (strides(&le), strides(&re), strides(&oe));
+    let (in_batch, in_features) = (le[ib], le[ifeat]);
+    let (kernel_in, kernel_out) = (re[ki], re[ko]);
+    if in_features != kernel_in * feature_groups
+        || kernel_out % feature_groups != 0
+        || kernel_out % batch_groups != 0
+        || in_batch % batch_groups != 0
+        || (feature_groups > 1 && batch_groups > 1)
+    {
+        return Err(cx.invalid(format!(
+            "feature sizes (input {in_features}, kernel {kernel_in}x{kernel_out}) and batch \
+             {in_batch} do not fit feature_group_count {feature_groups} and batch_group_count \
+             {batch_groups}"
+        )));
+    }
+    let mut out_sp = Vec::with_capacity(n_sp);
+    for d in 0..n_sp {
+        let dilated = if le[isp[d]] == 0 { 0 } else { (le[isp[d]] as i64 - 1) * lhs_dil[d] + 1 };
+        let padded = dilated + padding[2 * d] + padding[2 * d + 1];
+        let span = if re[ksp[d]] == 0 { 0 } else { (re[ksp[d]] as i64 - 1) * rhs_dil[d] + 1 };
+        out_sp.push(if padded < span { 0 } else { ((padded - span) / stride[d] + 1) as usize });
+    }
+    let want_sp: Vec<usize> = osp.iter().map(|&d| oe[d]).collect();
+    if want_sp != out_sp || oe[ob] != in_batch / batch_groups || oe[ofeat] != kernel_out {
+        return Err(cx.invalid(format!("result type {out} does not match the convolution shape")));
+    }
+    let k_sp: Vec<usize> = ksp.iter().map(|&d| re[d]).collect();
+    let n_taps: usize = k_sp.iter().product();
+    let n_pos: usize = out_sp.iter().product();
+    let mut taps = Vec::with_capacity(n_pos);
+    let mut x = vec![0usize; n_sp];
+    for _ in 0..n_pos {
+        let out_off: usize = (0..n_sp).map(|d| x[d] * os[osp[d]]).sum();
+        let mut pairs = Vec::new();
+        let mut k = vec![0usize; n_sp];
+        for _ in 0..n_taps {
+            let mut lhs_off = Some(0usize);
+            let mut rhs_off = 0usize;
+            for d in 0..n_sp {
+                let pos = x[d] as i64 * stride[d] + k[d] as i64 * rhs_dil[d] - padding[2 * d];
+                if pos < 0 || pos % lhs_dil[d] != 0 || pos / lhs_dil[d] >= le[isp[d]] as i64 {
+                    lhs_off = None;
+                    break;
+                }
+                lhs_off = lhs_off.map(|o| o + (pos / lhs_dil[d]) as usize * ls[isp[d]]);
+                let kk = if reversal[d] { k_sp[d] - 1 - k[d] } else { k[d] };
+                rhs_off += kk * rs[ksp[d]];
+            }
+            if let Some(l) = lhs_off {
+                pairs.push((l, rhs_off));
+            }
+            advance(&mut k, &k_sp);
+        }
+        taps.push((out_off, pairs));
+        advance(&mut x, &out_sp);
+    }
+    Ok(Plan {
+        out_batch: oe[ob],
+        out_features: kernel_out,
+        kernel_in,
+        feature_groups,
+        batch_groups,
+        in_batch,
+        lhs_batch_stride: ls[ib],
+        lhs_feature_stride: ls[ifeat],
+        rhs_in_stride: rs[ki],
+        rhs_out_stride: rs[ko],
+        out_batch_stride: os[ob],
+        out_feature_stride: os[ofeat],
+        taps,
+        n_out: oe.iter().product(),
+    })
+}
+
+fn advance(idx: &mut [usize], ext: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < ext[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
+fn run<T: Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec<T> {
+    let mut out = vec![T::zero(); p.n_out];
+    let per_feature_group = p.out_features / p.feature_groups;
+    let per_batch_group = p.out_features / p.batch_groups;
+    let batch_per_group = p.in_batch / p.batch_groups;
+    for nb in 0..p.out_batch {
+        for o in 0..p.out_features {
+            let group = o / per_feature_group;
+            let n = (o / per_batch_group) * batch_per_group + nb;
+            let out_base = nb * p.out_batch_stride + o * p.out_feature_stride;
+            for (out_off, pairs) in &p.taps {
+                let mut acc = T::zero();
+                for i in 0..p.kernel_in {
+                    let c = group * p.kernel_in + i;
+                    let lhs_base = n * p.lhs_batch_stride + c * p.lhs_feature_stride;
+                    let rhs_base = i * p.rhs_in_stride + o * p.rhs_out_stride;
+                    for &(l, r) in pairs {
+                        acc = T::mac(acc, lhs[lhs_base + l], rhs[rhs_base + r]);
+                    }
+                }
+                out[out_base + out_off] = acc;
+            }
+        }
+    }
+    out
+}
+
+/// Evaluates `convolution`.
+pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<Literal, IrError> {
+    let out_ty = cx.result_tensor(0)?;
+    let p = plan(cx, &lhs.ty, &rhs.ty, out_ty)?;
+    let et = out_ty.element_type;
+    let a = convert_array(&decode(lhs), et);
+    let b = convert_array(&decode(rhs), et);
+    let out = match (a, b) {
+        (Array::Pred(x), Array::Pred(y)) => Array::Pred(run(&p, &x, &y)),
+        (Array::S8(x), Array::S8(y)) => Array::S8(run(&p, &x, &y)),
+        (Array::S16(x), Array::S16(y)) => Array::S16(run(&p, &x, &y)),
+        (Array::S32(x), Array::S32(y)) => Array::S32(run(&p, &x, &y)),
+        (Array::S64(x), Array::S64(y)) => Array::S64(run(&p, &x, &y)),
+        (Array::U8(x), Array::U8(y)) => Array::U8(run(&p, &x, &y)),
+        (Array::U16(x), Array::U16(y)) => Array::U16(run(&p, &x, &y)),
+        (Array::U32(x), Array::U32(y)) => Array::U32(run(&p, &x, &y)),
+        (Array::U64(x), Array::U64(y)) => Array::U64(run(&p, &x, &y)),
+        (Array::F32(x), Array::F32(y)) => Array::F32(run(&p, &x, &y)),
+        (Array::F64(x), Array::F64(y)) => Array::F64(run(&p, &x, &y)),
+        (Array::C64(x), Array::C64(y)) => Array::C64(run(&p, &x, &y)),
+        (Array::C128(x), Array::C128(y)) => Array::C128(run(&p, &x, &y)),
+        _ => return Err(cx.invalid("operands do not convert to the result element type")),
+    };
+    encode(&out, out_ty.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::{Attribute, ElementType, OpKind};
+
+    /// NCH / OIH / NCH 1-d convolution attributes.
+    fn attrs_1d(extra: Vec<(&'static str, Attribute)>) -> Vec<(&'static str, Attribute)> {
+        let mut a = vec![
+            ("input_batch_dimension", int(0)),
+            ("input_feature_dimension", int(1)),
+            ("input_spatial_dimensions", i64s(&[2])),
+            ("kernel_output_feature_dimension", int(0)),
+            ("kernel_input_feature_dimension", int(1)),
+            ("kernel_spatial_dimensions", i64s(&[2])),
+            ("output_batch_dimension", int(0)),
+            ("output_feature_dimension", int(1)),
+            ("output_spatial_dimensions", i64s(&[2])),
+        ];
+        a.extend(extra);
+        a
+    }
+
+    #[test]
+    fn plain_1d_convolution_is_a_sliding_dot_product() {
+        // [1, 2, 3, 4] with kernel [1, 0, -1] (valid): [1 - 3, 2 - 4] = [-2, -2].
+        let x = f32s(&[1, 1, 4], &[1.0, 2.0, 3.0, 4.0]);
+        let w = f32s(&[1, 1, 3], &[1.0, 0.0, -1.0]);
+        let r = run_op(OpKind::Convolution, &[x, w], t(&[1, 1, 2], ElementType::F32), attrs_1d(vec![])).unwrap();
+        assert_eq!(to_f32(&r), vec![-2.0, -2.0]);
+    }
+
+    #[test]
+    fn window_reversal_and_lhs_dilation() {
+        // lhs dilation 2 turns [1, 2, 3] into [1, 0, 2, 0, 3]; padding (1, 1) gives
+        // [0, 1, 0, 2, 0, 3, 0]; the reversed kernel [1, 2] becomes [2, 1], so output j is
+        // 2 * p[j] + p[j + 1]: [1, 2, 2, 4, 3, 6].
+        let x = f32s(&[1, 1, 3], &[1.0, 2.0, 3.0]);
+        let w = f32s(&[1, 1, 2], &[1.0, 2.0]);
+        let attrs = attrs_1d(vec![
+            ("lhs_dilation", i64s(&[2])),
+            ("padding", i64s(&[1, 1])),
+            ("window_reversal", Attribute::DenseBoolArray(vec![true])),
+        ]);
+        let r = run_op(OpKind::Convolution, &[x, w], t(&[1, 1, 6], ElementType::F32), attrs).unwrap();
+        assert_eq!(to_f32(&r), vec![1.0, 2.0, 2.0, 4.0, 3.0, 6.0]);
+    }
+
+    /// Direct definition of a 2-d grouped, strided, dilated, padded NHWC x HWIO convolution.
+    #[allow(clippy::too_many_arguments)]
+    fn naive_nhwc(
+        x: &[i64], xs: [usize; 4], w: &[i64], ws: [usize; 4], groups: usize,
+        stride: [usize; 2], pad: [i64; 2], rhs_dil: [usize; 2], out: [usize; 4],
+    ) -> Vec<i64> {
+        let [n, h, wd, c] = xs;
+        let [kh, kw, ci, co] = ws;
+        assert_eq!(c, ci * groups);
+        let mut res = vec![0i64; out.iter().product()];
+        for b in 0..n {
+            for oy in 0..out[1] {
+                for ox in 0..out[2] {
+                    for o in 0..co {
+                        let g = o / (co / groups);
+                        let mut s = 0;
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (oy * stride[0] + ky * rhs_dil[0]) as i64 - pad[0];
+                                let ix = (ox * stride[1] + kx * rhs_dil[1]) as i64 - pad[1];
+                                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
+                                    continue;
+                                }
+                                for i in 0..ci {
+                                    let xv = x[((b * h + iy as usize) * wd + ix as usize) * c + g * ci + i];
+                                    let wv = w[((ky * kw + kx) * ci + i) * co + o];
+                                    s += xv * wv;
+                                }
+                            }
+                        }
+                        res[((b * out[1] + oy) * out[2] + ox) * out[3] + o] = s;
+                    }
+                }
+            }
+        }
+        res
+    }
+
+    #[test]
+    fn grouped_strided_dilated_conv_matches_the_direct_formula() {
+        // x: 2x5x6x4 (NHWC), w: 2x3x2x6 (HWIO), 2 feature groups, stride (1, 2),
+        // padding (1, 1) on H and (0, 2) on W, rhs dilation (2, 1).
+        let xs = [2usize, 5, 6, 4];
+        let ws = [2usize, 3, 2, 6];
+        let xv: Vec<i64> = (0..240).map(|i| (i * 7 % 11) as i64 - 5).collect();
+        let wv: Vec<i64> = (0..72).map(|i| (i * 5 % 7) as i64 - 3).collect();
+        // H: 5 + 2 = 7, span (2-1)*2+1 = 3 -> 5. W: 6 + 2 = 8, span 3, stride 2 -> 3.
+        let out = [2usize, 5, 3, 6];
+        let want = naive_nhwc(&xv, xs, &wv, ws, 2, [1, 2], [1, 0], [2, 1], out);
+        let attrs = vec![
+            ("input_batch_dimension", int(0)),
+            ("input_feature_dimension", int(3)),
+            ("input_spatial_dimensions", i64s(&[1, 2])),
+            ("kernel_input_feature_dimension", int(2)),
+            ("kernel_output_feature_dimension", int(3)),
+            ("kernel_spatial_dimensions", i64s(&[0, 1])),
+            ("output_batch_dimension", int(0)),
+            ("output_feature_dimension", int(3)),
+            ("output_spatial_dimensions", i64s(&[1, 2])),
+            ("window_strides", i64s(&[1, 2])),
+            ("padding", i64s(&[1, 1, 0, 2])),
+            ("rhs_dilation", i64s(&[2, 1])),
+            ("feature_group_count", int(2)),
+        ];
+        let x = i64s_lit(&[2, 5, 6, 4], &xv);
+        let w = i64s_lit(&[2, 3, 2, 6], &wv);
+        let out_shape: Vec<i64> = out.iter().map(|&v| v as i64).collect();
+        let r = run_op(OpKind::Convolution, &[x, w], t(&out_shape, ElementType::S64), attrs).unwrap();
+        let got: Vec<i64> = r.data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn batch_group_count_splits_batch_across_output_features() {
+        // Two batches, batch_group_count 2, two output features: feature o sees batch o.
+        // x = [[1, 2]], [[3, 4]] (N=2, C=1, W=2); kernel size 1 with weights [10, 100].
+        let x = f32s(&[2, 1, 2], &[1.0, 2.0, 3.0, 4.0]);
+        let w = f32s(&[2, 1, 1], &[10.0, 100.0]);
+        let attrs = attrs_1d(vec![("batch_group_count", int(2))]);
+        let r = run_op(OpKind::Convolution, &[x, w], t(&[1, 2, 2], ElementType::F32), attrs).unwrap();
+        assert_eq!(to_f32(&r), vec![10.0, 20.0, 300.0, 400.0]);
+    }
+
+    #[test]
+    fn mismatched_groups_are_an_error() {
+        let x = f32s(&[1, 3, 2], &[0.0; 6]);
+        let w = f32s(&[2, 1, 1], &[0.0; 2]);
+        let attrs = attrs_1d(vec![("feature_group_count", int(2))]);
+        assert!(run_op(OpKind::Convolution, &[x, w], t(&[1, 2, 2], ElementType::F32), attrs).is_err());
+    }
+}

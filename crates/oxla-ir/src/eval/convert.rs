@@ -1,0 +1,449 @@
+//! Type conversions: `convert`, `bitcast_convert` and `reduce_precision`.
+//!
+//! `convert` follows XLA CPU: integers wrap, floats convert to integers by truncation with
+//! saturation at the target's range and NaN becoming 0, complex sources contribute their
+//! real part, and every float result is rounded once, to nearest even, from the exact
+//! source value (integers wider than f64's mantissa go through round-to-odd first).
+
+use super::context::OpCx;
+use super::element::{decode, encode, encode_bytes, storage_of, Array, Storage};
+use super::floatfmt;
+use crate::{ElementType, IrError, Literal, TensorType};
+use num_complex::{Complex32, Complex64};
+
+/// Source values widened without loss.
+enum Wide {
+    Int(Vec<i128>),
+    Float(Vec<f64>),
+    Complex(Vec<Complex64>),
+}
+
+fn widen(arr: &Array) -> Wide {
+    fn ints<T: Copy + Into<i128>>(v: &[T]) -> Wide {
+        Wide::Int(v.iter().map(|&x| x.into()).collect())
+    }
+    match arr {
+        Array::Pred(v) => Wide::Int(v.iter().map(|&b| i128::from(b)).collect()),
+        Array::S8(v) => ints(v),
+        Array::S16(v) => ints(v),
+        Array::S32(v) => ints(v),
+        Array::S64(v) => ints(v),
+        Array::U8(v) => ints(v),
+        Array::U16(v) => ints(v),
+        Array::U32(v) => ints(v),
+        Array::U64(v) => ints(v),
+        Array::F32(v) => Wide::Float(v.iter().map(|&x| f64::from(x)).collect()),
+        Array::F64(v) => Wide::Float(v.clone()),
+        Array::C64(v) => Wide::Complex(
+            v.iter()
+                .map(|z| Complex64::new(f64::from(z.re), f64::from(z.im)))
+                .collect(),
+        ),
+        Array::C128(v) => Wide::Complex(v.clone()),
+    }
+}
+
+/// `v` as f64, rounded to odd when inexact, so a second rounding to a narrower float is
+/// correct.
+fn int_to_f64_odd(v: i128) -> f64 {
+    let magnitude = v.unsigned_abs();
+    let significant = 128 - magnitude.leading_zeros();
+    let res = if significant <= 53 {
+        magnitude as f64
+    } else {
+        let shift = significant - 53;
+        let mut kept = magnitude >> shift;
+        if magnitude & ((1u128 << shift) - 1) != 0 {
+            kept |= 1;
+        }
+        (kept as f64) * 2f64.powi(shift as i32)
+    };
+    if v < 0 {
+        -res
+    } else {
+        res
+    }
+}
+
+/// Float to integer as XLA CPU: truncate, saturate to `[lo, hi]`, NaN to 0.
+fn float_to_int(x: f64, lo: i128, hi: i128) -> i128 {
+    if x.is_nan() {
+        0
+    } else if x <= lo as f64 {
+        lo
+    } else if x >= hi as f64 {
+        hi
+    } else {
+        x.trunc() as i128
+    }
+}
+
+fn int_range(et: ElementType) -> (i128, i128) {
+    let bits = et.bit_width() as u32;
+    if et.is_signed_int() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+/// Converts elements of any type to the storage of `to` (small floats stay exact in f32 and
+/// must be rounded by [`encode`]; use [`convert_literal`] for single rounding).
+pub(crate) fn convert_array(arr: &Array, to: ElementType) -> Array {
+    let wide = widen(arr);
+    let ints = |f: &dyn Fn(i128) -> i128| -> Vec<i128> {
+        match &wide {
+            Wide::Int(v) => v.iter().map(|&x| f(x)).collect(),
+            Wide::Float(v) => {
+                let (lo, hi) = int_range(to);
+                v.iter().map(|&x| float_to_int(x, lo, hi)).collect()
+            }
+            Wide::Complex(v) => {
+                let (lo, hi) = int_range(to);
+                v.iter().map(|z| float_to_int(z.re, lo, hi)).collect()
+            }
+        }
+    };
+    let floats = || -> Vec<f64> {
+        match &wide {
+            Wide::Int(v) => v.iter().map(|&x| x as f64).collect(),
+            Wide::Float(v) => v.clone(),
+            Wide::Complex(v) => v.iter().map(|z| z.re).collect(),
+        }
+    };
+    let id = |x: i128| x;
+    match storage_of(to) {
+        Storage::Pred => Array::Pred(match &wide {
+            Wide::Int(v) => v.iter().map(|&x| x != 0).collect(),
+            Wide::Float(v) => v.iter().map(|&x| x != 0.0).collect(),
+            Wide::Complex(v) => v.iter().map(|z| z.re != 0.0).collect(),
+        }),
+        Storage::S8 => Array::S8(ints(&id).into_iter().map(|x| x as i8).collect()),
+        Storage::S16 => Array::S16(ints(&id).into_iter().map(|x| x as i16).collect()),
+        Storage::S32 => Array::S32(ints(&id).into_iter().map(|x| x as i32).collect()),
+        Storage::S64 => Array::S64(ints(&id).into_iter().map(|x| x as i64).collect()),
+        Storage::U8 => Array::U8(ints(&id).into_iter().map(|x| x as u8).collect()),
+        Storage::U16 => Array::U16(ints(&id).into_iter().map(|x| x as u16).collect()),
+        Storage::U32 => Array::U32(ints(&id).into_iter().map(|x| x as u32).collect()),
+        Storage::U64 => Array::U64(ints(&id).into_iter().map(|x| x as u64).collect()),
+        Storage::F32 => Array::F32(match &wide {
+            Wide::Int(v) => v.iter().map(|&x| x as f32).collect(),
+            _ => floats().into_iter().map(|x| x as f32).collect(),
+        }),
+        Storage::F64 => Array::F64(floats()),
+        Storage::C64 => Array::C64(match &wide {
+            Wide::Complex(v) => v
+                .iter()
+                .map(|z| Complex32::new(z.re as f32, z.im as f32))
+                .collect(),
+            Wide::Int(v) => v.iter().map(|&x| Complex32::new(x as f32, 0.0)).collect(),
+            Wide::Float(v) => v.iter().map(|&x| Complex32::new(x as f32, 0.0)).collect(),
+        }),
+        Storage::C128 => Array::C128(match &wide {
+            Wide::Complex(v) => v.clone(),
+            _ => floats()
+                .into_iter()
+                .map(|x| Complex64::new(x, 0.0))
+                .collect(),
+        }),
+    }
+}
+
+/// True for float types stored widened in f32 (f16, bf16 and the f8/f6/f4 formats).
+fn is_narrow_float(et: ElementType) -> bool {
+    et.is_float() && !matches!(et, ElementType::F32 | ElementType::F64)
+}
+
+/// Converts `lit` to element type `to`, keeping its shape.
+pub(crate) fn convert_literal(lit: &Literal, to: ElementType) -> Result<Literal, IrError> {
+    let ty = TensorType::new(lit.ty.shape.clone(), to);
+    let arr = decode(lit);
+    if !is_narrow_float(to) {
+        return encode(&convert_array(&arr, to), ty);
+    }
+    let values: Vec<f64> = match widen(&arr) {
+        Wide::Int(v) => v.into_iter().map(int_to_f64_odd).collect(),
+        Wide::Float(v) => v,
+        Wide::Complex(v) => v.into_iter().map(|z| z.re).collect(),
+    };
+    let data = match to {
+        // Encoded from f64 directly: converting through f32 would round twice.
+        ElementType::F16 => values
+            .iter()
+            .flat_map(|&x| (floatfmt::encode(floatfmt::F16, x) as u16).to_le_bytes())
+            .collect(),
+        ElementType::BF16 => values
+            .iter()
+            .flat_map(|&x| (floatfmt::encode(floatfmt::BF16, x) as u16).to_le_bytes())
+            .collect(),
+        small => {
+            let format = floatfmt::format_of(small).unwrap_or(floatfmt::F8E4M3FN);
+            values
+                .iter()
+                .map(|&x| floatfmt::encode(format, x) as u8)
+                .collect()
+        }
+    };
+    Literal::new(ty, data)
+}
+
+/// Evaluates `convert`.
+pub(crate) fn convert(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
+    let to = cx.result_tensor(0)?.element_type;
+    convert_literal(x, to)
+}
+
+/// Raw bits of element `i` of `data` (element type `et`, masked to its bit width).
+fn raw_bits(data: &[u8], et: ElementType, i: usize) -> u128 {
+    let size = et.byte_size();
+    let mut v = 0u128;
+    for (k, &b) in data[i * size..(i + 1) * size].iter().enumerate() {
+        v |= u128::from(b) << (8 * k);
+    }
+    let bits = et.bit_width();
+    if bits < 128 {
+        v &= (1u128 << bits) - 1;
+    }
+    v
+}
+
+/// Appends raw bits `v` as one element of `et` in oxla's layout (sub-byte signed types
+/// sign-extended).
+fn push_bits(out: &mut Vec<u8>, et: ElementType, v: u128) {
+    let bits = et.bit_width();
+    if bits < 8 {
+        let mut byte = v as u8;
+        if et.is_signed_int() && (byte >> (bits - 1)) & 1 == 1 {
+            byte |= !((1u8 << bits) - 1);
+        }
+        out.push(byte);
+    } else {
+        out.extend_from_slice(&v.to_le_bytes()[..et.byte_size()]);
+    }
+}
+
+/// Evaluates `bitcast_convert`, including changes of element width (which add or remove a
+/// trailing dimension, lowest-addressed part first).
+pub(crate) fn bitcast_convert(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
+    let ty = cx.result_tensor(0)?.clone();
+    let from = x.ty.element_type;
+    let to = ty.element_type;
+    let (in_bits, out_bits) = (from.bit_width(), to.bit_width());
+    let n_in = x.ty.num_elements().unwrap_or(0);
+    let expected: Vec<i64> = if in_bits == out_bits {
+        x.ty.shape.clone()
+    } else if in_bits > out_bits {
+        if in_bits % out_bits != 0 {
+            return Err(cx.invalid(format!("cannot bitcast {from} to {to}")));
+        }
+        let mut s = x.ty.shape.clone();
+        s.push((in_bits / out_bits) as i64);
+        s
+    } else {
+        if out_bits % in_bits != 0 || x.ty.shape.last() != Some(&((out_bits / in_bits) as i64)) {
+            return Err(cx.invalid(format!(
+                "bitcasting {} to {to} needs a trailing dimension of {}",
+                x.ty,
+                out_bits / in_bits.max(1)
+            )));
+        }
+        x.ty.shape[..x.ty.rank() - 1].to_vec()
+    };
+    if expected != ty.shape {
+        return Err(cx.invalid(format!(
+            "result type {ty} does not match the bitcast of {}",
+            x.ty
+        )));
+    }
+    if from.byte_size() * 8 == in_bits && to.byte_size() * 8 == out_bits {
+        return Literal::new(ty, x.data.clone());
+    }
+    let mut out = Vec::with_capacity(ty.byte_size().unwrap_or(0));
+    if in_bits >= out_bits {
+        let k = in_bits / out_bits;
+        let mask = if out_bits >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << out_bits) - 1
+        };
+        for i in 0..n_in {
+            let v = raw_bits(&x.data, from, i);
+            for j in 0..k {
+                push_bits(&mut out, to, (v >> (j * out_bits)) & mask);
+            }
+        }
+    } else {
+        let k = out_bits / in_bits;
+        for group in 0..n_in / k {
+            let mut v = 0u128;
+            for j in 0..k {
+                v |= raw_bits(&x.data, from, group * k + j) << (j * in_bits);
+            }
+            push_bits(&mut out, to, v);
+        }
+    }
+    Literal::new(ty, out)
+}
+
+fn reduce_bits(x: u64, src_exp: u32, src_mant: u32, exp_bits: u32, mant_bits: u32) -> u64 {
+    let mut x = x;
+    if mant_bits < src_mant {
+        let shift = src_mant - mant_bits;
+        let last_bit_mask = 1u64 << shift;
+        let base_bias = (last_bit_mask >> 1) - 1;
+        let last_bit = (x & last_bit_mask) >> shift;
+        x = x.wrapping_add(last_bit + base_bias) & !(last_bit_mask - 1);
+    }
+    if exp_bits < src_exp {
+        let sign_mask = 1u64 << (src_exp + src_mant);
+        let exp_mask = ((1u64 << src_exp) - 1) << src_mant;
+        let src_bias = (1u64 << (src_exp - 1)) - 1;
+        let reduced_bias = (1u64 << (exp_bits - 1)) - 1;
+        let max_exp = src_bias + reduced_bias;
+        let min_exp = src_bias - reduced_bias;
+        let exponent = x & exp_mask;
+        if exponent > (max_exp << src_mant) {
+            x = (x & sign_mask) | exp_mask;
+        } else if exponent <= (min_exp << src_mant) {
+            x &= sign_mask;
+        }
+    }
+    x
+}
+
+/// Evaluates `reduce_precision`.
+pub(crate) fn reduce_precision(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
+    let exp_bits = u32::try_from(cx.int("exponent_bits")?)
+        .ok()
+        .filter(|&e| e >= 1)
+        .ok_or_else(|| cx.invalid("`exponent_bits` must be at least 1"))?;
+    let mant_bits = u32::try_from(cx.int("mantissa_bits")?)
+        .map_err(|_| cx.invalid("`mantissa_bits` must be non-negative"))?;
+    let et = x.ty.element_type;
+    let out = match decode(x) {
+        Array::F32(v) => Array::F32(
+            v.iter()
+                .map(|&f| {
+                    if f.is_nan() {
+                        f
+                    } else {
+                        let b = reduce_bits(u64::from(f.to_bits()), 8, 23, exp_bits, mant_bits);
+                        f32::from_bits(b as u32)
+                    }
+                })
+                .collect(),
+        ),
+        Array::F64(v) => Array::F64(
+            v.iter()
+                .map(|&f| {
+                    if f.is_nan() {
+                        f
+                    } else {
+                        f64::from_bits(reduce_bits(f.to_bits(), 11, 52, exp_bits, mant_bits))
+                    }
+                })
+                .collect(),
+        ),
+        _ => return Err(cx.invalid(format!("not defined on element type {et}"))),
+    };
+    let data = encode_bytes(&out, et);
+    Literal::new(x.ty.clone(), data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(lit: &Literal, to: ElementType) -> Array {
+        decode(&convert_literal(lit, to).unwrap())
+    }
+
+    #[test]
+    fn float_to_int_saturates_like_xla() {
+        let x = Literal::from_f32(
+            &[8],
+            &[
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                3e9,
+                -3e9,
+                2.7,
+                -2.7,
+                300.0,
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            conv(&x, ElementType::S32),
+            Array::S32(vec![0, i32::MAX, i32::MIN, i32::MAX, i32::MIN, 2, -2, 300])
+        );
+        assert_eq!(
+            conv(&x, ElementType::U8),
+            Array::U8(vec![0, 255, 0, 255, 0, 2, 0, 255])
+        );
+        assert_eq!(
+            conv(&x, ElementType::S4),
+            Array::S8(vec![0, 7, -8, 7, -8, 2, -2, 7])
+        );
+        assert_eq!(conv(&x, ElementType::Pred), Array::Pred(vec![true; 8]));
+    }
+
+    #[test]
+    fn int_to_int_wraps() {
+        let x = Literal::from_i32(&[3], &[300, -129, 17]).unwrap();
+        assert_eq!(conv(&x, ElementType::S8), Array::S8(vec![44, 127, 17]));
+        assert_eq!(conv(&x, ElementType::U4), Array::U8(vec![12, 15, 1]));
+    }
+
+    #[test]
+    fn large_int_to_bf16_rounds_once() {
+        // 2^24 + 2^16 + 1 is just above the midpoint between two bf16 neighbours
+        // (2^24 and 2^24 + 2^17); rounding through f32 first would land on the midpoint
+        // 2^24 + 2^16 and then tie to even (2^24).
+        let v: i64 = (1 << 24) + (1 << 16) + 1;
+        let lit = Literal::new(
+            TensorType::new([1], ElementType::S64),
+            v.to_le_bytes().to_vec(),
+        )
+        .unwrap();
+        assert_eq!(
+            conv(&lit, ElementType::BF16),
+            Array::F32(vec![((1 << 24) + (1 << 17)) as f32])
+        );
+    }
+
+    #[test]
+    fn complex_converts_its_real_part() {
+        let lit = Literal::new(
+            TensorType::new([2], ElementType::C64),
+            [1.7f32, 2.0, 0.0, 2.0]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(conv(&lit, ElementType::S32), Array::S32(vec![1, 0]));
+        assert_eq!(
+            conv(&lit, ElementType::Pred),
+            Array::Pred(vec![true, false])
+        );
+    }
+
+    #[test]
+    fn reduce_precision_to_bf16_matches_bf16_rounding() {
+        for &x in &[1.0f32 + 2f32.powi(-8), 3.25159, 1e-39, 3.4e38, -2.5e-3] {
+            let b = reduce_bits(u64::from(x.to_bits()), 8, 23, 8, 7);
+            assert_eq!(
+                f32::from_bits(b as u32),
+                half::bf16::from_f32(x).to_f32(),
+                "x = {x}"
+            );
+        }
+        // To f16's format: 65520 overflows, 1e-8 underflows to zero.
+        let b = reduce_bits(u64::from(65520f32.to_bits()), 8, 23, 5, 10);
+        assert_eq!(f32::from_bits(b as u32), f32::INFINITY);
+        let b = reduce_bits(u64::from(1e-8f32.to_bits()), 8, 23, 5, 10);
+        assert_eq!(f32::from_bits(b as u32), 0.0);
+    }
+}

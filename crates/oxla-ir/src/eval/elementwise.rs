@@ -1,0 +1,934 @@
+//! Elementwise ops: unary and binary arithmetic, bitwise ops, compare, select and clamp.
+//!
+//! Each op is written once per element category (integers through the [`Int`] trait,
+//! floats through [`Float`], complex through `num_complex`) and dispatched on the
+//! storage variant of [`Array`]. Integer behaviour follows XLA CPU: arithmetic wraps,
+//! `x / 0` is all ones, `x % 0` is `x`, `MIN / -1` is `MIN`, shifts by the bit width or
+//! more give 0 (or the sign for arithmetic right shifts). Float `maximum`/`minimum`
+//! propagate NaN and order `-0 < +0`.
+//!
+//! Operand shapes are taken from the operands (a rank-0 operand broadcasts); only the
+//! element type comes from the declared result type. This lets reduce bodies run over
+//! whole lanes of elements at once (see `reduce.rs`).
+
+use super::context::OpCx;
+use super::element::{decode, encode, storage_of, Array};
+use super::special;
+use crate::attrs::{ComparisonDirection, ComparisonType};
+use crate::{Attribute, ElementType, IrError, Literal, OpKind, TensorType};
+use num_complex::Complex;
+use std::cmp::Ordering;
+
+/// Integer element operations with XLA CPU's edge-case behaviour.
+pub(crate) trait Int: Copy + Ord + Eq + Default {
+    const SIGNED: bool;
+    fn wadd(self, o: Self) -> Self;
+    fn wsub(self, o: Self) -> Self;
+    fn wmul(self, o: Self) -> Self;
+    fn wneg(self) -> Self;
+    fn wabs(self) -> Self;
+    fn xla_div(self, o: Self) -> Self;
+    fn xla_rem(self, o: Self) -> Self;
+    fn bits(self) -> u64;
+    fn from_bits(b: u64) -> Self;
+    fn one() -> Self;
+    fn bit_not(self) -> Self;
+    fn bit_and(self, o: Self) -> Self;
+    fn bit_or(self, o: Self) -> Self;
+    fn bit_xor(self, o: Self) -> Self;
+    fn is_negative(self) -> bool;
+}
+
+macro_rules! impl_int {
+    ($t:ty, $u:ty, $signed:expr) => {
+        impl Int for $t {
+            const SIGNED: bool = $signed;
+            fn wadd(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn wsub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            fn wmul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn wneg(self) -> Self {
+                self.wrapping_neg()
+            }
+            #[allow(unused_comparisons)]
+            fn wabs(self) -> Self {
+                if self < 0 as $t {
+                    self.wrapping_neg()
+                } else {
+                    self
+                }
+            }
+            fn xla_div(self, o: Self) -> Self {
+                if o == 0 {
+                    !(0 as $t)
+                } else {
+                    self.wrapping_div(o)
+                }
+            }
+            fn xla_rem(self, o: Self) -> Self {
+                if o == 0 {
+                    self
+                } else {
+                    self.wrapping_rem(o)
+                }
+            }
+            fn bits(self) -> u64 {
+                (self as $u) as u64
+            }
+            fn from_bits(b: u64) -> Self {
+                (b as $u) as $t
+            }
+            fn one() -> Self {
+                1
+            }
+            fn bit_not(self) -> Self {
+                !self
+            }
+            fn bit_and(self, o: Self) -> Self {
+                self & o
+            }
+            fn bit_or(self, o: Self) -> Self {
+                self | o
+            }
+            fn bit_xor(self, o: Self) -> Self {
+                self ^ o
+            }
+            #[allow(unused_comparisons)]
+            fn is_negative(self) -> bool {
+                self < 0 as $t
+            }
+        }
+    };
+}
+impl_int!(i8, u8, true);
+impl_int!(i16, u16, true);
+impl_int!(i32, u32, true);
+impl_int!(i64, u64, true);
+impl_int!(u8, u8, false);
+impl_int!(u16, u16, false);
+impl_int!(u32, u32, false);
+impl_int!(u64, u64, false);
+
+fn low_mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Left shift at bit width `bits`; amounts of `bits` or more (or negative) give 0.
+pub(crate) fn shl<T: Int>(a: T, amount: T, bits: u32) -> T {
+    let amount = amount.bits();
+    if amount >= u64::from(bits) {
+        T::from_bits(0)
+    } else {
+        T::from_bits(a.bits() << amount)
+    }
+}
+
+/// Logical right shift at bit width `bits`.
+pub(crate) fn shr_logical<T: Int>(a: T, amount: T, bits: u32) -> T {
+    let amount = amount.bits();
+    if amount >= u64::from(bits) {
+        T::from_bits(0)
+    } else {
+        T::from_bits((a.bits() & low_mask(bits)) >> amount)
+    }
+}
+
+/// Arithmetic right shift at bit width `bits`; large amounts fill with the sign bit.
+pub(crate) fn shr_arithmetic<T: Int>(a: T, amount: T, bits: u32) -> T {
+    let amount = amount.bits().min(u64::from(bits) - 1);
+    let unused = 64 - bits;
+    let signed = ((a.bits() << unused) as i64) >> unused;
+    T::from_bits((signed >> amount) as u64)
+}
+
+/// Integer power by squaring, wrapping; negative exponents give 0 unless the base is ±1.
+pub(crate) fn int_pow<T: Int>(base: T, exponent: T) -> T {
+    if exponent.is_negative() {
+        let one = T::one();
+        return if base == one {
+            one
+        } else if base == one.wneg() && T::SIGNED {
+            if exponent.bits() & 1 == 1 {
+                base
+            } else {
+                one
+            }
+        } else {
+            T::from_bits(0)
+        };
+    }
+    let mut result = T::one();
+    let mut b = base;
+    let mut e = exponent.bits();
+    while e > 0 {
+        if e & 1 == 1 {
+            result = result.wmul(b);
+        }
+        b = b.wmul(b);
+        e >>= 1;
+    }
+    result
+}
+
+/// Float element operations, implemented for `f32` and `f64`.
+pub(crate) trait Float:
+    Copy
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Rem<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + Default
+{
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn is_nan(self) -> bool;
+    fn is_sign_negative(self) -> bool;
+    fn total_cmp(&self, o: &Self) -> Ordering;
+    fn apply(self, kind: &OpKind) -> Option<Self>;
+    fn atan2(self, o: Self) -> Self;
+    fn powf(self, o: Self) -> Self;
+    fn next_after(self, toward: Self) -> Self;
+}
+
+macro_rules! impl_float {
+    ($t:ident, $bits:ty) => {
+        impl Float for $t {
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn is_nan(self) -> bool {
+                $t::is_nan(self)
+            }
+            fn is_sign_negative(self) -> bool {
+                $t::is_sign_negative(self)
+            }
+            fn total_cmp(&self, o: &Self) -> Ordering {
+                $t::total_cmp(self, o)
+            }
+            fn atan2(self, o: Self) -> Self {
+                $t::atan2(self, o)
+            }
+            fn powf(self, o: Self) -> Self {
+                $t::powf(self, o)
+            }
+            fn next_after(self, toward: Self) -> Self {
+                if self.is_nan() || toward.is_nan() {
+                    return $t::NAN;
+                }
+                if self == toward {
+                    return toward;
+                }
+                if self == 0.0 {
+                    return $t::from_bits(1).copysign(toward);
+                }
+                let bits = self.to_bits();
+                let away_from_zero = (toward > self) == (self > 0.0);
+                $t::from_bits(if away_from_zero { bits + 1 } else { bits - 1 } as $bits)
+            }
+            fn apply(self, kind: &OpKind) -> Option<Self> {
+                use OpKind as K;
+                let x = self;
+                Some(match kind {
+                    K::Abs => x.abs(),
+                    K::Cbrt => x.cbrt(),
+                    K::Ceil => x.ceil(),
+                    K::Cosine => x.cos(),
+                    K::Exponential => x.exp(),
+                    K::ExponentialMinusOne => x.exp_m1(),
+                    K::Floor => x.floor(),
+                    K::Log => x.ln(),
+                    K::LogPlusOne => x.ln_1p(),
+                    K::Logistic => 1.0 / (1.0 + (-x).exp()),
+                    K::Negate => -x,
+                    K::RoundNearestAfz => x.round(),
+                    K::RoundNearestEven => x.round_ties_even(),
+                    K::Rsqrt => 1.0 / x.sqrt(),
+                    K::Sign => {
+                        if x.is_nan() || x == 0.0 {
+                            x
+                        } else {
+                            x.signum()
+                        }
+                    }
+                    K::Sine => x.sin(),
+                    K::Sqrt => x.sqrt(),
+                    K::Tan | K::ChloTan => x.tan(),
+                    K::Tanh => x.tanh(),
+                    _ => return special::float_unary(kind, x as f64).map(|v| v as $t),
+                })
+            }
+        }
+    };
+}
+impl_float!(f32, u32);
+impl_float!(f64, u64);
+
+/// Float maximum as XLA: NaN propagates, `+0 > -0`.
+pub(crate) fn fmax<F: Float>(a: F, b: F) -> F {
+    if a.is_nan() {
+        a
+    } else if b.is_nan() {
+        b
+    } else if a > b || (a == b && !a.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
+}
+
+/// Float minimum as XLA: NaN propagates, `-0 < +0`.
+pub(crate) fn fmin<F: Float>(a: F, b: F) -> F {
+    if a.is_nan() {
+        a
+    } else if b.is_nan() {
+        b
+    } else if a < b || (a == b && a.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
+}
+
+/// Lexicographic order on (real, imaginary), as the spec orders complex numbers.
+pub(crate) fn complex_cmp<F: Float>(a: &(F, F), b: &(F, F)) -> Option<Ordering> {
+    match a.0.partial_cmp(&b.0)? {
+        Ordering::Equal => a.1.partial_cmp(&b.1),
+        other => Some(other),
+    }
+}
+
+/// True for the unary elementwise ops this module implements.
+pub(crate) fn is_unary(kind: &OpKind) -> bool {
+    use OpKind as K;
+    matches!(
+        kind,
+        K::Abs
+            | K::Cbrt
+            | K::Ceil
+            | K::Cosine
+            | K::Exponential
+            | K::ExponentialMinusOne
+            | K::Floor
+            | K::Imag
+            | K::IsFinite
+            | K::Log
+            | K::LogPlusOne
+            | K::Logistic
+            | K::Negate
+            | K::Not
+            | K::PopulationCount
+            | K::Real
+            | K::RoundNearestAfz
+            | K::RoundNearestEven
+            | K::Rsqrt
+            | K::Sign
+            | K::Sine
+            | K::Sqrt
+            | K::Tan
+            | K::Tanh
+            | K::CountLeadingZeros
+    ) || special::is_special_unary(kind)
+}
+
+/// True for the binary elementwise ops this module implements.
+pub(crate) fn is_binary(kind: &OpKind) -> bool {
+    use OpKind as K;
+    matches!(
+        kind,
+        K::Add
+            | K::And
+            | K::Atan2
+            | K::Complex
+            | K::Divide
+            | K::Maximum
+            | K::Minimum
+            | K::Multiply
+            | K::Or
+            | K::Power
+            | K::Remainder
+            | K::ShiftLeft
+            | K::ShiftRightArithmetic
+            | K::ShiftRightLogical
+            | K::Subtract
+            | K::Xor
+    ) || special::is_special_binary(kind)
+}
+
+/// The declared element type of result 0 (the shape comes from the operands).
+fn result_element_type(cx: OpCx<'_>) -> Result<ElementType, IrError> {
+    match cx.result_type(0)? {
+        crate::Type::Tensor(t) => Ok(t.element_type),
+        other => Err(cx.invalid(format!("result has non-tensor type {other}"))),
+    }
+}
+
+/// The common shape of elementwise operands; rank-0 operands broadcast.
+fn common_shape(cx: OpCx<'_>, operands: &[&Literal]) -> Result<Vec<i64>, IrError> {
+    let mut shape: Option<&Vec<i64>> = None;
+    for lit in operands {
+        if lit.ty.rank() == 0 {
+            continue;
+        }
+        match shape {
+            None => shape = Some(&lit.ty.shape),
+            Some(s) if *s == lit.ty.shape => {}
+            Some(s) => {
+                return Err(cx.invalid(format!(
+                    "operand shapes differ: {:?} vs {:?}",
+                    s, lit.ty.shape
+                )))
+            }
+        }
+    }
+    Ok(shape.cloned().unwrap_or_default())
+}
+
+fn num_elements(shape: &[i64]) -> usize {
+    shape.iter().map(|&d| d.max(0) as usize).product()
+}
+
+/// Decodes `lit`, broadcasting a single element to `n`.
+fn decode_n(lit: &Literal, n: usize) -> Array {
+    let arr = decode(lit);
+    if arr.len() == 1 && n != 1 {
+        arr.splat(0, n)
+    } else {
+        arr
+    }
+}
+
+fn finish(cx: OpCx<'_>, out: Array, shape: Vec<i64>, et: ElementType) -> Result<Literal, IrError> {
+    if out.storage() != storage_of(et) {
+        return Err(cx.invalid(format!(
+            "result element type {et} does not match the operand types"
+        )));
+    }
+    encode(&out, TensorType::new(shape, et))
+}
+
+fn type_error(cx: OpCx<'_>, et: ElementType) -> IrError {
+    cx.invalid(format!("not defined on element type {et}"))
+}
+
+fn map_int<T: Int>(v: &[T], kind: &OpKind, bits: u32) -> Option<Vec<T>> {
+    use OpKind as K;
+    Some(match kind {
+        K::Abs => v.iter().map(|x| x.wabs()).collect(),
+        K::Negate => v.iter().map(|x| x.wneg()).collect(),
+        K::Not => v.iter().map(|x| x.bit_not()).collect(),
+        K::Sign => v
+            .iter()
+            .map(|&x| {
+                if x.is_negative() {
+                    T::one().wneg()
+                } else if x == T::default() {
+                    x
+                } else {
+                    T::one()
+                }
+            })
+            .collect(),
+        K::PopulationCount => v
+            .iter()
+            .map(|x| T::from_bits(u64::from((x.bits() & low_mask(bits)).count_ones())))
+            .collect(),
+        K::CountLeadingZeros => v
+            .iter()
+            .map(|x| {
+                let lz = (x.bits() & low_mask(bits)).leading_zeros() - (64 - bits);
+                T::from_bits(u64::from(lz))
+            })
+            .collect(),
+        _ => return None,
+    })
+}
+
+fn map_float<F: Float>(v: &[F], kind: &OpKind) -> Option<Vec<F>> {
+    // Check the op once, on a sample element, so unknown ops fail before the loop.
+    F::default().apply(kind)?;
+    Some(
+        v.iter()
+            .map(|x| x.apply(kind).unwrap_or_default())
+            .collect(),
+    )
+}
+
+fn map_complex<C: ComplexOps>(v: &[C], kind: &OpKind) -> Option<Vec<C>> {
+    use OpKind as K;
+    let one = C::from_parts(C::Real::from_f64(1.0), C::Real::default());
+    let f: Box<dyn Fn(C) -> C> = match kind {
+        K::Negate => Box::new(|z: C| z.neg_()),
+        K::Cosine => Box::new(C::cos_),
+        K::Sine => Box::new(C::sin_),
+        K::Tan | K::ChloTan => Box::new(C::tan_),
+        K::Tanh => Box::new(C::tanh_),
+        K::Exponential => Box::new(C::exp_),
+        K::ExponentialMinusOne => Box::new(move |z: C| z.exp_().sub_(one)),
+        K::Log => Box::new(C::ln_),
+        K::LogPlusOne => Box::new(move |z: C| z.add_(one).ln_()),
+        K::Logistic => Box::new(move |z: C| one.div_(one.add_(z.neg_().exp_()))),
+        K::Sqrt => Box::new(C::sqrt_),
+        K::Rsqrt => Box::new(move |z: C| one.div_(z.sqrt_())),
+        K::Cbrt => Box::new(C::cbrt_),
+        K::Sign => Box::new(|z: C| {
+            let n = z.norm_();
+            if n.is_nan() {
+                C::from_parts(n, n)
+            } else if n == C::Real::default() {
+                z
+            } else {
+                C::from_parts(z.re_() / n, z.im_() / n)
+            }
+        }),
+        K::ChloConj => Box::new(|z: C| C::from_parts(z.re_(), -z.im_())),
+        _ => return None,
+    };
+    Some(v.iter().map(|&z| f(z)).collect())
+}
+
+/// Complex element operations, implemented for `Complex<f32>` and `Complex<f64>`.
+pub(crate) trait ComplexOps: Copy {
+    type Real: Float;
+    fn from_parts(re: Self::Real, im: Self::Real) -> Self;
+    fn re_(self) -> Self::Real;
+    fn im_(self) -> Self::Real;
+    fn neg_(self) -> Self;
+    fn add_(self, o: Self) -> Self;
+    fn sub_(self, o: Self) -> Self;
+    fn mul_(self, o: Self) -> Self;
+    fn div_(self, o: Self) -> Self;
+    fn cos_(self) -> Self;
+    fn sin_(self) -> Self;
+    fn tan_(self) -> Self;
+    fn tanh_(self) -> Self;
+    fn exp_(self) -> Self;
+    fn ln_(self) -> Self;
+    fn sqrt_(self) -> Self;
+    fn cbrt_(self) -> Self;
+    fn norm_(self) -> Self::Real;
+    fn powc_(self, o: Self) -> Self;
+}
+
+macro_rules! impl_complex_ops {
+    ($t:ty) => {
+        impl ComplexOps for Complex<$t> {
+            type Real = $t;
+            fn from_parts(re: $t, im: $t) -> Self {
+                Complex::new(re, im)
+            }
+            fn re_(self) -> $t {
+                self.re
+            }
+            fn im_(self) -> $t {
+                self.im
+            }
+            fn neg_(self) -> Self {
+                -self
+            }
+            fn add_(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub_(self, o: Self) -> Self {
+                self - o
+            }
+            fn mul_(self, o: Self) -> Self {
+                self * o
+            }
+            fn div_(self, o: Self) -> Self {
+                self / o
+            }
+            fn cos_(self) -> Self {
+                self.cos()
+            }
+            fn sin_(self) -> Self {
+                self.sin()
+            }
+            fn tan_(self) -> Self {
+                self.tan()
+            }
+            fn tanh_(self) -> Self {
+                self.tanh()
+            }
+            fn exp_(self) -> Self {
+                self.exp()
+            }
+            fn ln_(self) -> Self {
+                self.ln()
+            }
+            fn sqrt_(self) -> Self {
+                self.sqrt()
+            }
+            fn cbrt_(self) -> Self {
+                self.cbrt()
+            }
+            fn norm_(self) -> $t {
+                self.norm()
+            }
+            fn powc_(self, o: Self) -> Self {
+                if o.re == 0.0 && o.im == 0.0 {
+                    Complex::new(1.0, 0.0)
+                } else {
+                    self.powc(o)
+                }
+            }
+        }
+    };
+}
+impl_complex_ops!(f32);
+impl_complex_ops!(f64);
+
+/// Evaluates a unary elementwise op.
+pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
+    use OpKind as K;
+    let kind = &cx.op.kind;
+    let out_et = result_element_type(cx)?;
+    let in_et = x.ty.element_type;
+    let shape = x.ty.shape.clone();
+    let arr = decode(x);
+    let bits = in_et.bit_width() as u32;
+    let err = || type_error(cx, in_et);
+    let out = match (kind, arr) {
+        (K::Real, Array::C64(v)) => Array::F32(v.iter().map(|z| z.re).collect()),
+        (K::Real, Array::C128(v)) => Array::F64(v.iter().map(|z| z.re).collect()),
+        (K::Imag, Array::C64(v)) => Array::F32(v.iter().map(|z| z.im).collect()),
+        (K::Imag, Array::C128(v)) => Array::F64(v.iter().map(|z| z.im).collect()),
+        (K::Real, a @ (Array::F32(_) | Array::F64(_))) => a,
+        (K::Imag, Array::F32(v)) => Array::F32(vec![0.0; v.len()]),
+        (K::Imag, Array::F64(v)) => Array::F64(vec![0.0; v.len()]),
+        (K::Abs, Array::C64(v)) => Array::F32(v.iter().map(|z| z.norm()).collect()),
+        (K::Abs, Array::C128(v)) => Array::F64(v.iter().map(|z| z.norm()).collect()),
+        (K::IsFinite, Array::F32(v)) => Array::Pred(v.iter().map(|x| x.is_finite()).collect()),
+        (K::IsFinite, Array::F64(v)) => Array::Pred(v.iter().map(|x| x.is_finite()).collect()),
+        (K::ChloIsInf, Array::F32(v)) => Array::Pred(v.iter().map(|x| x.is_infinite()).collect()),
+        (K::ChloIsInf, Array::F64(v)) => Array::Pred(v.iter().map(|x| x.is_infinite()).collect()),
+        (K::ChloIsPosInf, Array::F32(v)) => {
+            Array::Pred(v.iter().map(|&x| x == f32::INFINITY).collect())
+        }
+        (K::ChloIsPosInf, Array::F64(v)) => {
+            Array::Pred(v.iter().map(|&x| x == f64::INFINITY).collect())
+        }
+        (K::ChloIsNegInf, Array::F32(v)) => {
+            Array::Pred(v.iter().map(|&x| x == f32::NEG_INFINITY).collect())
+        }
+        (K::ChloIsNegInf, Array::F64(v)) => {
+            Array::Pred(v.iter().map(|&x| x == f64::NEG_INFINITY).collect())
+        }
+        (K::Not, Array::Pred(v)) => Array::Pred(v.iter().map(|b| !b).collect()),
+        (K::ChloConj, a @ (Array::F32(_) | Array::F64(_))) => a,
+        (K::ChloSquare, a) => {
+            let b = a.clone();
+            binary_arrays(cx, &K::Multiply, a, b, bits).ok_or_else(err)?
+        }
+        (_, Array::Pred(_)) => return Err(err()),
+        (_, Array::S8(v)) => Array::S8(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::S16(v)) => Array::S16(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::S32(v)) => Array::S32(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::S64(v)) => Array::S64(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::U8(v)) => Array::U8(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::U16(v)) => Array::U16(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::U32(v)) => Array::U32(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::U64(v)) => Array::U64(map_int(&v, kind, bits).ok_or_else(err)?),
+        (_, Array::F32(v)) => Array::F32(map_float(&v, kind).ok_or_else(err)?),
+        (_, Array::F64(v)) => Array::F64(map_float(&v, kind).ok_or_else(err)?),
+        (_, Array::C64(v)) => Array::C64(map_complex(&v, kind).ok_or_else(err)?),
+        (_, Array::C128(v)) => Array::C128(map_complex(&v, kind).ok_or_else(err)?),
+    };
+    finish(cx, out, shape, out_et)
+}
+
+fn zip<T: Copy, R>(a: &[T], b: &[T], f: impl Fn(T, T) -> R) -> Vec<R> {
+    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+}
+
+fn int_binary<T: Int>(kind: &OpKind, a: &[T], b: &[T], bits: u32) -> Option<Vec<T>> {
+    use OpKind as K;
+    Some(match kind {
+        K::Add => zip(a, b, T::wadd),
+        K::Subtract => zip(a, b, T::wsub),
+        K::Multiply => zip(a, b, T::wmul),
+        K::Divide => zip(a, b, T::xla_div),
+        K::Remainder => zip(a, b, T::xla_rem),
+        K::Maximum => zip(a, b, std::cmp::max),
+        K::Minimum => zip(a, b, std::cmp::min),
+        K::And => zip(a, b, T::bit_and),
+        K::Or => zip(a, b, T::bit_or),
+        K::Xor => zip(a, b, T::bit_xor),
+        K::Power => zip(a, b, int_pow),
+        K::ShiftLeft => zip(a, b, |x, y| shl(x, y, bits)),
+        K::ShiftRightLogical => zip(a, b, |x, y| shr_logical(x, y, bits)),
+        K::ShiftRightArithmetic => zip(a, b, |x, y| shr_arithmetic(x, y, bits)),
+        _ => return None,
+    })
+}
+
+fn float_binary<F: Float>(kind: &OpKind, a: &[F], b: &[F]) -> Option<Vec<F>> {
+    use OpKind as K;
+    Some(match kind {
+        K::Add => zip(a, b, |x, y| x + y),
+        K::Subtract => zip(a, b, |x, y| x - y),
+        K::Multiply => zip(a, b, |x, y| x * y),
+        K::Divide => zip(a, b, |x, y| x / y),
+        K::Remainder => zip(a, b, |x, y| x % y),
+        K::Maximum => zip(a, b, fmax),
+        K::Minimum => zip(a, b, fmin),
+        K::Power => zip(a, b, F::powf),
+        K::Atan2 => zip(a, b, F::atan2),
+        K::ChloNextAfter => zip(a, b, F::next_after),
+        other => {
+            special::float_binary(other, 0.0, 0.0)?;
+            zip(a, b, |x, y| {
+                F::from_f64(special::float_binary(other, x.to_f64(), y.to_f64()).unwrap_or(0.0))
+            })
+        }
+    })
+}
+
+fn complex_binary<C: ComplexOps>(kind: &OpKind, a: &[C], b: &[C]) -> Option<Vec<C>> {
+    use OpKind as K;
+    let lex = |x: &C, y: &C| complex_cmp(&(x.re_(), x.im_()), &(y.re_(), y.im_()));
+    Some(match kind {
+        K::Add => zip(a, b, C::add_),
+        K::Subtract => zip(a, b, C::sub_),
+        K::Multiply => zip(a, b, C::mul_),
+        K::Divide => zip(a, b, C::div_),
+        K::Power => zip(a, b, C::powc_),
+        K::Maximum => zip(a, b, |x, y| {
+            if lex(&x, &y) == Some(Ordering::Less) {
+                y
+            } else {
+                x
+            }
+        }),
+        K::Minimum => zip(a, b, |x, y| {
+            if lex(&y, &x) == Some(Ordering::Less) {
+                y
+            } else {
+                x
+            }
+        }),
+        _ => return None,
+    })
+}
+
+fn pred_binary(kind: &OpKind, a: &[bool], b: &[bool]) -> Option<Vec<bool>> {
+    use OpKind as K;
+    Some(match kind {
+        K::And | K::Multiply | K::Minimum => zip(a, b, |x, y| x & y),
+        K::Or | K::Add | K::Maximum => zip(a, b, |x, y| x | y),
+        K::Xor | K::Subtract => zip(a, b, |x, y| x ^ y),
+        _ => return None,
+    })
+}
+
+/// A binary op on two arrays of the same storage, `None` when undefined for it.
+pub(crate) fn binary_arrays(
+    _cx: OpCx<'_>,
+    kind: &OpKind,
+    a: Array,
+    b: Array,
+    bits: u32,
+) -> Option<Array> {
+    Some(match (a, b) {
+        (Array::Pred(a), Array::Pred(b)) => Array::Pred(pred_binary(kind, &a, &b)?),
+        (Array::S8(a), Array::S8(b)) => Array::S8(int_binary(kind, &a, &b, bits)?),
+        (Array::S16(a), Array::S16(b)) => Array::S16(int_binary(kind, &a, &b, bits)?),
+        (Array::S32(a), Array::S32(b)) => Array::S32(int_binary(kind, &a, &b, bits)?),
+        (Array::S64(a), Array::S64(b)) => Array::S64(int_binary(kind, &a, &b, bits)?),
+        (Array::U8(a), Array::U8(b)) => Array::U8(int_binary(kind, &a, &b, bits)?),
+        (Array::U16(a), Array::U16(b)) => Array::U16(int_binary(kind, &a, &b, bits)?),
+        (Array::U32(a), Array::U32(b)) => Array::U32(int_binary(kind, &a, &b, bits)?),
+        (Array::U64(a), Array::U64(b)) => Array::U64(int_binary(kind, &a, &b, bits)?),
+        (Array::F32(a), Array::F32(b)) => match kind {
+            OpKind::Complex => Array::C64(zip(&a, &b, Complex::new)),
+            _ => Array::F32(float_binary(kind, &a, &b)?),
+        },
+        (Array::F64(a), Array::F64(b)) => match kind {
+            OpKind::Complex => Array::C128(zip(&a, &b, Complex::new)),
+            _ => Array::F64(float_binary(kind, &a, &b)?),
+        },
+        (Array::C64(a), Array::C64(b)) => Array::C64(complex_binary(kind, &a, &b)?),
+        (Array::C128(a), Array::C128(b)) => Array::C128(complex_binary(kind, &a, &b)?),
+        _ => return None,
+    })
+}
+
+/// Evaluates a binary elementwise op.
+pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, IrError> {
+    let out_et = result_element_type(cx)?;
+    let et = a.ty.element_type;
+    if b.ty.element_type != et {
+        return Err(cx.invalid(format!(
+            "operand element types differ: {et} vs {}",
+            b.ty.element_type
+        )));
+    }
+    if cx.op.kind == OpKind::ChloNextAfter && !matches!(et, ElementType::F32 | ElementType::F64) {
+        return Err(cx.unsupported(format!("next_after on {et}")));
+    }
+    let shape = common_shape(cx, &[a, b])?;
+    let n = num_elements(&shape);
+    let bits = et.bit_width() as u32;
+    let out = binary_arrays(cx, &cx.op.kind, decode_n(a, n), decode_n(b, n), bits)
+        .ok_or_else(|| type_error(cx, et))?;
+    finish(cx, out, shape, out_et)
+}
+
+fn ordering_matches(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {
+    use ComparisonDirection as D;
+    match ord {
+        None => dir == D::Ne,
+        Some(o) => match dir {
+            D::Eq => o == Ordering::Equal,
+            D::Ne => o != Ordering::Equal,
+            D::Lt => o == Ordering::Less,
+            D::Le => o != Ordering::Greater,
+            D::Gt => o == Ordering::Greater,
+            D::Ge => o != Ordering::Less,
+        },
+    }
+}
+
+fn cmp_with<T: Copy>(
+    a: &[T],
+    b: &[T],
+    dir: ComparisonDirection,
+    f: impl Fn(&T, &T) -> Option<Ordering>,
+) -> Vec<bool> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| ordering_matches(dir, f(x, y)))
+        .collect()
+}
+
+/// Evaluates `compare`.
+pub(crate) fn compare(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, IrError> {
+    let dir = match cx.attr("comparison_direction")? {
+        Attribute::ComparisonDirection(d) => *d,
+        _ => return Err(cx.invalid("`comparison_direction` has the wrong kind")),
+    };
+    let total = matches!(
+        cx.op.attr("compare_type"),
+        Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
+    );
+    let et = a.ty.element_type;
+    if b.ty.element_type != et {
+        return Err(cx.invalid(format!(
+            "operand element types differ: {et} vs {}",
+            b.ty.element_type
+        )));
+    }
+    let shape = common_shape(cx, &[a, b])?;
+    let n = num_elements(&shape);
+    let out = match (decode_n(a, n), decode_n(b, n)) {
+        (Array::Pred(a), Array::Pred(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::S8(a), Array::S8(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::S16(a), Array::S16(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::S32(a), Array::S32(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::S64(a), Array::S64(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::U8(a), Array::U8(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::U16(a), Array::U16(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::U32(a), Array::U32(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::U64(a), Array::U64(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
+        (Array::F32(a), Array::F32(b)) if total => {
+            cmp_with(&a, &b, dir, |x, y| Some(Float::total_cmp(x, y)))
+        }
+        (Array::F64(a), Array::F64(b)) if total => {
+            cmp_with(&a, &b, dir, |x, y| Some(Float::total_cmp(x, y)))
+        }
+        (Array::F32(a), Array::F32(b)) => cmp_with(&a, &b, dir, |x, y| x.partial_cmp(y)),
+        (Array::F64(a), Array::F64(b)) => cmp_with(&a, &b, dir, |x, y| x.partial_cmp(y)),
+        (Array::C64(a), Array::C64(b)) => cmp_with(&a, &b, dir, |x, y| {
+            complex_cmp(&(x.re, x.im), &(y.re, y.im))
+        }),
+        (Array::C128(a), Array::C128(b)) => cmp_with(&a, &b, dir, |x, y| {
+            complex_cmp(&(x.re, x.im), &(y.re, y.im))
+        }),
+        _ => return Err(type_error(cx, et)),
+    };
+    finish(cx, Array::Pred(out), shape, ElementType::Pred)
+}
+
+fn pick(pred: &[bool], t: Array, f: Array) -> Option<Array> {
+    fn sel<T: Copy>(p: &[bool], t: Vec<T>, f: Vec<T>) -> Vec<T> {
+        p.iter()
+            .zip(t.into_iter().zip(f))
+            .map(|(&p, (t, f))| if p { t } else { f })
+            .collect()
+    }
+    Some(match (t, f) {
+        (Array::Pred(t), Array::Pred(f)) => Array::Pred(sel(pred, t, f)),
+        (Array::S8(t), Array::S8(f)) => Array::S8(sel(pred, t, f)),
+        (Array::S16(t), Array::S16(f)) => Array::S16(sel(pred, t, f)),
+        (Array::S32(t), Array::S32(f)) => Array::S32(sel(pred, t, f)),
+        (Array::S64(t), Array::S64(f)) => Array::S64(sel(pred, t, f)),
+        (Array::U8(t), Array::U8(f)) => Array::U8(sel(pred, t, f)),
+        (Array::U16(t), Array::U16(f)) => Array::U16(sel(pred, t, f)),
+        (Array::U32(t), Array::U32(f)) => Array::U32(sel(pred, t, f)),
+        (Array::U64(t), Array::U64(f)) => Array::U64(sel(pred, t, f)),
+        (Array::F32(t), Array::F32(f)) => Array::F32(sel(pred, t, f)),
+        (Array::F64(t), Array::F64(f)) => Array::F64(sel(pred, t, f)),
+        (Array::C64(t), Array::C64(f)) => Array::C64(sel(pred, t, f)),
+        (Array::C128(t), Array::C128(f)) => Array::C128(sel(pred, t, f)),
+        _ => return None,
+    })
+}
+
+/// Evaluates `select` (the predicate may be a scalar).
+pub(crate) fn select(
+    cx: OpCx<'_>,
+    pred: &Literal,
+    on_true: &Literal,
+    on_false: &Literal,
+) -> Result<Literal, IrError> {
+    if pred.ty.element_type != ElementType::Pred {
+        return Err(cx.invalid("predicate must be i1"));
+    }
+    let et = on_true.ty.element_type;
+    if on_false.ty.element_type != et {
+        return Err(cx.invalid("on_true and on_false element types differ"));
+    }
+    let shape = common_shape(cx, &[pred, on_true, on_false])?;
+    let n = num_elements(&shape);
+    let Array::Pred(p) = decode_n(pred, n) else {
+        return Err(cx.invalid("predicate must be i1"));
+    };
+    let out =
+        pick(&p, decode_n(on_true, n), decode_n(on_false, n)).ok_or_else(|| type_error(cx, et))?;
+    finish(cx, out, shape, et)
+}
+
+/// Evaluates `clamp` (the bounds may be scalars): `min(max(operand, min), max)`.
+pub(crate) fn clamp(
+    cx: OpCx<'_>,
+    lo: &Literal,
+    x: &Literal,
+    hi: &Literal,
+) -> Result<Literal, IrError> {
+    let et = x.ty.element_type;
+    if lo.ty.element_type != et || hi.ty.element_type != et {
+        return Err(cx.invalid("bound element types differ from the operand's"));
+    }
+    let shape = common_shape(cx, &[lo, x, hi])?;
+    let n = num_elements(&shape);
+    let bits = et.bit_width() as u32;
+    let raised = binary_arrays(cx, &OpKind::Maximum, decode_n(x, n), decode_n(lo, n), bits)
+        .ok_or_else(|| type_error(cx, et))?;
+    let out = binary_arrays(cx, &OpKind::Minimum, raised, decode_n(hi, n), bits)
+        .ok_or_else(|| type_error(cx, et))?;
+    finish(cx, out, shape, et)
+}

@@ -1,0 +1,599 @@
+//! `gather` and `scatter`: index-driven slicing and updating, with batching dimensions.
+//!
+//! Both ops split an element's position into a *batch* part (which index vector it uses)
+//! and a *window* part (where it lies inside the slice). The flat operand position is then
+//! `base[batch] + offset[window]`, so each part is computed once and the element loop only
+//! adds. Gather clamps start indices so the whole slice stays in bounds (as the spec says);
+//! scatter skips every update whose window would leave the operand (as XLA does).
+
+use super::body::classify;
+use super::context::{extents, strides, OpCx};
+use super::element::{decode, Scalar};
+use super::{tensor_operand, Frame, Interp, Value};
+use crate::{IrError, Literal};
+
+/// Index values of an integer tensor, widened.
+fn index_values(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<i128>, IrError> {
+    let et = lit.ty.element_type;
+    if !et.is_int() {
+        return Err(cx.invalid(format!("indices must be integers, not {et}")));
+    }
+    let arr = decode(lit);
+    Ok((0..arr.len())
+        .map(|i| match arr.scalar_at(i) {
+            Scalar::Int(v) => v,
+            _ => 0,
+        })
+        .collect())
+}
+
+fn distinct_dims(
+    cx: OpCx<'_>,
+    name: &str,
+    values: &[i64],
+    rank: usize,
+) -> Result<Vec<usize>, IrError> {
+    let dims = cx.dims(name, values, rank)?;
+    for (i, d) in dims.iter().enumerate() {
+        if dims[..i].contains(d) {
+            return Err(cx.invalid(format!("`{name}` repeats dimension {d}")));
+        }
+    }
+    Ok(dims)
+}
+
+/// The batch part shared by gather and scatter: for every batch position (the index
+/// tensor's dims except `index_vector_dim`, row-major), the full start index into the
+/// operand before clamping or bounds checks.
+struct Batches {
+    /// Extents of the batch dims, in order.
+    shape: Vec<usize>,
+    /// Per batch position, one start coordinate per operand dim.
+    starts: Vec<Vec<i128>>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn batch_starts(
+    cx: OpCx<'_>,
+    indices: &Literal,
+    index_vector_dim: i64,
+    start_map: &[usize],
+    operand_batching: &[usize],
+    indices_batching: &[i64],
+    operand_shape: &[usize],
+) -> Result<Batches, IrError> {
+    let idx_rank = indices.ty.rank();
+    let ivd = usize::try_from(index_vector_dim)
+        .ok()
+        .filter(|&d| d <= idx_rank)
+        .ok_or_else(|| {
+            cx.invalid(format!(
+                "index_vector_dim {index_vector_dim} is out of range"
+            ))
+        })?;
+    let idx_ext = extents(&indices.ty.shape);
+    let idx_str = strides(&idx_ext);
+    let vec_len = if ivd < idx_rank { idx_ext[ivd] } else { 1 };
+    if vec_len != start_map.len() {
+        return Err(cx.invalid(format!(
+            "index vectors have {vec_len} entries but the start index map has {}",
+            start_map.len()
+        )));
+    }
+    let batch_dims: Vec<usize> = (0..idx_rank).filter(|&d| d != ivd).collect();
+    let indices_batching = cx.dims("indices batching dims", indices_batching, idx_rank)?;
+    if indices_batching.len() != operand_batching.len() || indices_batching.contains(&ivd) {
+        return Err(cx.invalid("batching dimension lists do not pair up"));
+    }
+    // Position of each indices batching dim among the batch dims.
+    let mut batching_pos = Vec::new();
+    for (&ob, &ib) in operand_batching.iter().zip(&indices_batching) {
+        if operand_shape[ob] != idx_ext[ib] {
+            return Err(cx.invalid(format!(
+                "operand batching dim {ob} and indices batching dim {ib} differ in size"
+            )));
+        }
+        batching_pos.push(batch_dims.iter().position(|&d| d == ib).unwrap_or(0));
+    }
+    let shape: Vec<usize> = batch_dims.iter().map(|&d| idx_ext[d]).collect();
+    let n_batch: usize = shape.iter().product();
+    let values = index_values(cx, indices)?;
+    let mut starts = Vec::with_capacity(n_batch);
+    let mut pos = vec![0usize; shape.len()];
+    for _ in 0..n_batch {
+        let base: usize = batch_dims
+            .iter()
+            .zip(&pos)
+            .map(|(&d, &p)| p * idx_str[d])
+            .sum();
+        let mut start = vec![0i128; operand_shape.len()];
+        for (k, &d) in start_map.iter().enumerate() {
+            let at = if ivd < idx_rank {
+                base + k * idx_str[ivd]
+            } else {
+                base
+            };
+            start[d] = values[at];
+        }
+        for (&ob, &bp) in operand_batching.iter().zip(&batching_pos) {
+            start[ob] = pos[bp] as i128;
+        }
+        starts.push(start);
+        for d in (0..pos.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < shape[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    Ok(Batches { shape, starts })
+}
+
+/// Splits every position of `out_shape` into (batch linear index, window linear index),
+/// where `window_dims` are the out dims forming the window (in order) and the others the
+/// batch. Calls `f(batch, window)` in row-major order.
+fn for_each_split(out_shape: &[usize], window_dims: &[usize], mut f: impl FnMut(usize, usize)) {
+    let rank = out_shape.len();
+    let n: usize = out_shape.iter().product();
+    if n == 0 {
+        return;
+    }
+    let is_window: Vec<bool> = (0..rank).map(|d| window_dims.contains(&d)).collect();
+    let win_ext: Vec<usize> = window_dims.iter().map(|&d| out_shape[d]).collect();
+    let batch_ext: Vec<usize> = (0..rank)
+        .filter(|&d| !is_window[d])
+        .map(|d| out_shape[d])
+        .collect();
+    let win_str = strides(&win_ext);
+    let batch_str = strides(&batch_ext);
+    // Per out dim: its stride in the window or batch space.
+    let mut dim_stride = vec![0usize; rank];
+    let (mut wi, mut bi) = (0, 0);
+    for d in 0..rank {
+        if is_window[d] {
+            dim_stride[d] = win_str[wi];
+            wi += 1;
+        } else {
+            dim_stride[d] = batch_str[bi];
+            bi += 1;
+        }
+    }
+    let mut idx = vec![0usize; rank];
+    let (mut b, mut w) = (0usize, 0usize);
+    for _ in 0..n {
+        f(b, w);
+        for d in (0..rank).rev() {
+            idx[d] += 1;
+            if is_window[d] {
+                w += dim_stride[d];
+            } else {
+                b += dim_stride[d];
+            }
+            if idx[d] < out_shape[d] {
+                break;
+            }
+            if is_window[d] {
+                w -= dim_stride[d] * out_shape[d];
+            } else {
+                b -= dim_stride[d] * out_shape[d];
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Flat operand offsets of every position of a window with extents `win_ext` laid over
+/// operand dims `win_operand_dims`.
+fn window_offsets(
+    win_ext: &[usize],
+    win_operand_dims: &[usize],
+    operand_strides: &[usize],
+) -> Vec<usize> {
+    let n: usize = win_ext.iter().product();
+    let mut res = Vec::with_capacity(n);
+    let mut idx = vec![0usize; win_ext.len()];
+    for _ in 0..n {
+        res.push(
+            idx.iter()
+                .zip(win_operand_dims)
+                .map(|(&i, &d)| i * operand_strides[d])
+                .sum(),
+        );
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < win_ext[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    res
+}
+
+/// Evaluates `gather`.
+pub(crate) fn gather(
+    cx: OpCx<'_>,
+    operand: &Literal,
+    indices: &Literal,
+) -> Result<Literal, IrError> {
+    let rank = operand.ty.rank();
+    let op_ext = extents(&operand.ty.shape);
+    let op_str = strides(&op_ext);
+    let out_ty = cx.result_tensor(0)?;
+    let out_rank = out_ty.rank();
+    let offset_dims = distinct_dims(
+        cx,
+        "offset_dims",
+        &cx.i64s_or("offset_dims", Vec::new())?,
+        out_rank,
+    )?;
+    let collapsed = distinct_dims(
+        cx,
+        "collapsed_slice_dims",
+        &cx.i64s_or("collapsed_slice_dims", Vec::new())?,
+        rank,
+    )?;
+    let operand_batching = distinct_dims(
+        cx,
+        "operand_batching_dims",
+        &cx.i64s_or("operand_batching_dims", Vec::new())?,
+        rank,
+    )?;
+    let start_map = cx.dims("start_index_map", &cx.i64s("start_index_map")?, rank)?;
+    let slice_sizes = cx.i64s("slice_sizes")?;
+    if slice_sizes.len() != rank {
+        return Err(cx.invalid("`slice_sizes` must have one entry per operand dimension"));
+    }
+    let mut sizes = Vec::with_capacity(rank);
+    for (d, &s) in slice_sizes.iter().enumerate() {
+        let s = usize::try_from(s)
+            .ok()
+            .filter(|&s| s <= op_ext[d])
+            .ok_or_else(|| cx.invalid(format!("slice size {s} does not fit operand dim {d}")))?;
+        if (collapsed.contains(&d) || operand_batching.contains(&d)) && s > 1 {
+            return Err(cx.invalid(format!(
+                "collapsed or batching dim {d} must have slice size 1"
+            )));
+        }
+        sizes.push(s);
+    }
+    let batches = batch_starts(
+        cx,
+        indices,
+        cx.int("index_vector_dim")?,
+        &start_map,
+        &operand_batching,
+        &cx.i64s_or("start_indices_batching_dims", Vec::new())?,
+        &op_ext,
+    )?;
+    let win_operand_dims: Vec<usize> = (0..rank)
+        .filter(|d| !collapsed.contains(d) && !operand_batching.contains(d))
+        .collect();
+    if win_operand_dims.len() != offset_dims.len()
+        || batches.shape.len() + offset_dims.len() != out_rank
+    {
+        return Err(cx.invalid("offset dims and batch dims do not make up the result rank"));
+    }
+    let out_ext = extents(&out_ty.shape);
+    let win_ext: Vec<usize> = win_operand_dims.iter().map(|&d| sizes[d]).collect();
+    let want_win: Vec<usize> = offset_dims.iter().map(|&d| out_ext[d]).collect();
+    let want_batch: Vec<usize> = (0..out_rank)
+        .filter(|d| !offset_dims.contains(d))
+        .map(|d| out_ext[d])
+        .collect();
+    if want_win != win_ext
+        || want_batch != batches.shape
+        || out_ty.element_type != operand.ty.element_type
+    {
+        return Err(cx.invalid(format!(
+            "result type {out_ty} does not match the gathered shape"
+        )));
+    }
+    let bases: Vec<usize> = batches
+        .starts
+        .iter()
+        .map(|start| {
+            (0..rank)
+                .map(|d| {
+                    let hi = (op_ext[d] - sizes[d]) as i128;
+                    let s = if start_map.contains(&d) {
+                        start[d].clamp(0, hi)
+                    } else {
+                        start[d]
+                    };
+                    s as usize * op_str[d]
+                })
+                .sum()
+        })
+        .collect();
+    let offsets = window_offsets(&win_ext, &win_operand_dims, &op_str);
+    let esize = operand.ty.element_type.byte_size();
+    let mut data = Vec::with_capacity(out_ty.byte_size().unwrap_or(0));
+    let mut ok = true;
+    for_each_split(&out_ext, &offset_dims, |b, w| {
+        let at = (bases[b] + offsets[w]) * esize;
+        match operand.data.get(at..at + esize) {
+            Some(bytes) => data.extend_from_slice(bytes),
+            None => ok = false,
+        }
+    });
+    if !ok {
+        return Err(cx.invalid("a gathered element lies outside the operand"));
+    }
+    Literal::new(out_ty.clone(), data)
+}
+
+impl<'m> Interp<'m> {
+    /// Evaluates `scatter` with any number of inputs and any update body.
+    pub(super) fn exec_scatter(
+        &mut self,
+        frame: &mut Frame<'m>,
+        cx: OpCx<'m>,
+    ) -> Result<Vec<Value>, IrError> {
+        let n_operands = cx.op.operands.len();
+        if n_operands < 3 || n_operands % 2 == 0 {
+            return Err(cx.invalid("expects N inputs, the indices and N updates"));
+        }
+        let n = n_operands / 2;
+        cx.expect_results(n)?;
+        let mut lits = Vec::with_capacity(n_operands);
+        for &id in &cx.op.operands {
+            lits.push(tensor_operand(frame, cx, id)?.clone());
+        }
+        let updates = lits.split_off(n + 1);
+        let indices = lits.pop().ok_or_else(|| cx.invalid("missing indices"))?;
+        let mut inputs = lits;
+        let rank = inputs[0].ty.rank();
+        for (i, (x, u)) in inputs.iter().zip(&updates).enumerate() {
+            if x.ty.shape != inputs[0].ty.shape || u.ty.shape != updates[0].ty.shape {
+                return Err(cx.invalid("all inputs (and all updates) must have one shape"));
+            }
+            let rt = cx.result_tensor(i)?;
+            if *rt != x.ty {
+                return Err(cx.invalid(format!("result {i} must have the type of input {i}")));
+            }
+        }
+        let in_ext = extents(&inputs[0].ty.shape);
+        let in_str = strides(&in_ext);
+        let upd_ext = extents(&updates[0].ty.shape);
+        let upd_rank = upd_ext.len();
+        let window_dims = distinct_dims(
+            cx,
+            "update_window_dims",
+            &cx.i64s_or("update_window_dims", Vec::new())?,
+            upd_rank,
+        )?;
+        let inserted = distinct_dims(
+            cx,
+            "inserted_window_dims",
+            &cx.i64s_or("inserted_window_dims", Vec::new())?,
+            rank,
+        )?;
+        let input_batching = distinct_dims(
+            cx,
+            "input_batching_dims",
+            &cx.i64s_or("input_batching_dims", Vec::new())?,
+            rank,
+        )?;
+        let to_operand = cx.dims(
+            "scatter_dims_to_operand_dims",
+            &cx.i64s("scatter_dims_to_operand_dims")?,
+            rank,
+        )?;
+        let batches = batch_starts(
+            cx,
+            &indices,
+            cx.int("index_vector_dim")?,
+            &to_operand,
+            &input_batching,
+            &cx.i64s_or("scatter_indices_batching_dims", Vec::new())?,
+            &in_ext,
+        )?;
+        let win_operand_dims: Vec<usize> = (0..rank)
+            .filter(|d| !inserted.contains(d) && !input_batching.contains(d))
+            .collect();
+        let upd_batch: Vec<usize> = (0..upd_rank)
+            .filter(|d| !window_dims.contains(d))
+            .map(|d| upd_ext[d])
+            .collect();
+        if win_operand_dims.len() != window_dims.len() || upd_batch != batches.shape {
+            return Err(cx.invalid("updates shape does not match the indices and window dims"));
+        }
+        let win_ext: Vec<usize> = window_dims.iter().map(|&d| upd_ext[d]).collect();
+        let mut full_win = vec![1usize; rank];
+        for (&d, &e) in win_operand_dims.iter().zip(&win_ext) {
+            if e > in_ext[d] {
+                return Err(cx.invalid(format!("update window is larger than input dim {d}")));
+            }
+            full_win[d] = e;
+        }
+        // A batch position whose window leaves the input is skipped entirely.
+        let bases: Vec<Option<usize>> = batches
+            .starts
+            .iter()
+            .map(|start| {
+                let mut base = 0usize;
+                for d in 0..rank {
+                    let s = start[d];
+                    if s < 0 || s + full_win[d] as i128 > in_ext[d] as i128 {
+                        return None;
+                    }
+                    base += s as usize * in_str[d];
+                }
+                Some(base)
+            })
+            .collect();
+        let offsets = window_offsets(&win_ext, &win_operand_dims, &in_str);
+        let mut dsts = Vec::new();
+        let mut srcs = Vec::new();
+        let mut src = 0usize;
+        for_each_split(&upd_ext, &window_dims, |b, w| {
+            if let Some(base) = bases[b] {
+                dsts.push(base + offsets[w]);
+                srcs.push(src);
+            }
+            src += 1;
+        });
+        let body = classify(super::body::region(cx, 0)?, n);
+        self.combine_all(frame, cx, &body, &mut inputs, &updates, &dsts, &srcs)?;
+        Ok(inputs.into_iter().map(Value::Tensor).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::{Attribute, ElementType, OpKind, Type};
+
+    fn gather_attrs(
+        offset: &[i64],
+        collapsed: &[i64],
+        start_map: &[i64],
+        ivd: i64,
+        sizes: &[i64],
+    ) -> Vec<(&'static str, Attribute)> {
+        vec![
+            ("offset_dims", i64s(offset)),
+            ("collapsed_slice_dims", i64s(collapsed)),
+            ("start_index_map", i64s(start_map)),
+            ("index_vector_dim", int(ivd)),
+            ("slice_sizes", i64s(sizes)),
+        ]
+    }
+
+    #[test]
+    fn gather_rows_clamps_out_of_bounds_starts() {
+        // x[i] rows of a 3x2 matrix, for i in [2, -5, 7, 0]: -5 clamps to 0, 7 to 2.
+        let x = i32s(&[3, 2], &[0, 1, 10, 11, 20, 21]);
+        let idx = i32s(&[4, 1], &[2, -5, 7, 0]);
+        let r = run_op(
+            OpKind::Gather,
+            &[x, idx],
+            t(&[4, 2], ElementType::S32),
+            gather_attrs(&[1], &[0], &[0], 1, &[1, 2]),
+        )
+        .unwrap();
+        assert_eq!(to_i32(&r), vec![20, 21, 0, 1, 20, 21, 0, 1]);
+    }
+
+    #[test]
+    fn gather_window_clamps_so_the_slice_fits() {
+        // Slices of size 2 from a length-5 vector starting at 4 clamp to start 3.
+        let x = f32s(&[5], &[0.0, 1.0, 2.0, 3.0, 4.0]);
+        let idx = i32s(&[2], &[4, 1]);
+        let r = run_op(
+            OpKind::Gather,
+            &[x, idx],
+            t(&[2, 2], ElementType::F32),
+            gather_attrs(&[1], &[], &[0], 1, &[2]),
+        )
+        .unwrap();
+        assert_eq!(to_f32(&r), vec![3.0, 4.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn gather_with_batching_dims() {
+        // operand [2, 3]: batch b picks element idx[b] of row b (take_along_axis).
+        let x = i32s(&[2, 3], &[0, 1, 2, 10, 11, 12]);
+        let idx = i32s(&[2, 1], &[2, 1]);
+        let mut attrs = gather_attrs(&[], &[1], &[1], 1, &[1, 1]);
+        attrs.push(("operand_batching_dims", i64s(&[0])));
+        attrs.push(("start_indices_batching_dims", i64s(&[0])));
+        let r = run_op(OpKind::Gather, &[x, idx], t(&[2], ElementType::S32), attrs).unwrap();
+        assert_eq!(to_i32(&r), vec![2, 11]);
+    }
+
+    #[test]
+    fn gather_rejects_a_wrong_result_shape() {
+        let x = i32s(&[3, 2], &[0; 6]);
+        let idx = i32s(&[4, 1], &[0; 4]);
+        let r = run_op(
+            OpKind::Gather,
+            &[x, idx],
+            t(&[4, 3], ElementType::S32),
+            gather_attrs(&[1], &[0], &[0], 1, &[1, 2]),
+        );
+        assert!(r.is_err());
+    }
+
+    fn scatter_module(
+        body: &str,
+        input: &crate::Literal,
+        idx: &crate::Literal,
+        upd: &crate::Literal,
+        attrs: Vec<(&'static str, Attribute)>,
+    ) -> crate::Module {
+        let et = input.ty.element_type;
+        let types: Vec<Type> = [input, idx, upd]
+            .iter()
+            .map(|l| Type::Tensor(l.ty.clone()))
+            .collect();
+        let (mut b, p) = FuncBuilder::new(&types);
+        let s = t(&[], et);
+        let region = b.region(&[s.clone(), s.clone()], |b, a| match body {
+            "add" => vec![b.op(OpKind::Add, &[a[0], a[1]], s.clone(), vec![])],
+            "set" => vec![a[1]],
+            // old * 2 + new: not a single op, so it takes the general path.
+            _ => {
+                let two = b.constant(&i32s(&[], &[2]));
+                let m = b.op(OpKind::Multiply, &[a[0], two], s.clone(), vec![]);
+                vec![b.op(OpKind::Add, &[m, a[1]], s.clone(), vec![])]
+            }
+        });
+        let r = b.op_full(
+            OpKind::Scatter,
+            &p,
+            &[Type::Tensor(input.ty.clone())],
+            attrs,
+            vec![region],
+        );
+        b.finish(&r)
+    }
+
+    fn scatter_attrs() -> Vec<(&'static str, Attribute)> {
+        vec![
+            ("update_window_dims", i64s(&[])),
+            ("inserted_window_dims", i64s(&[0])),
+            ("scatter_dims_to_operand_dims", i64s(&[0])),
+            ("index_vector_dim", int(1)),
+        ]
+    }
+
+    #[test]
+    fn scatter_add_accumulates_duplicates_and_skips_out_of_bounds() {
+        let x = i32s(&[4], &[1, 1, 1, 1]);
+        let idx = i32s(&[5, 1], &[1, 3, 1, 4, -1]);
+        let upd = i32s(&[5], &[10, 20, 30, 40, 50]);
+        for body in ["add", "general"] {
+            let m = scatter_module(body, &x, &idx, &upd, scatter_attrs());
+            let r = crate::eval::run_function(&m, "main", &[x.clone(), idx.clone(), upd.clone()])
+                .unwrap();
+            // add: x[1] += 10 + 30, x[3] += 20; general (old*2+new): x[1] = (1*2+10)*2+30 = 54.
+            let want = if body == "add" {
+                vec![1, 41, 1, 21]
+            } else {
+                vec![1, 54, 1, 22]
+            };
+            assert_eq!(to_i32(&r[0]), want, "{body}");
+        }
+    }
+
+    #[test]
+    fn scatter_set_replaces_and_skips_windows_that_leave_the_input() {
+        // Rows of width 2 written into a 2x3 input at column starts 1 and 2; start 2 would
+        // write column 3, which does not exist, so that whole window is dropped.
+        let x = i32s(&[2, 3], &[0; 6]);
+        let idx = i32s(&[2, 2], &[0, 1, 1, 2]);
+        let upd = i32s(&[2, 2], &[7, 8, 9, 9]);
+        let attrs = vec![
+            ("update_window_dims", i64s(&[1])),
+            ("inserted_window_dims", i64s(&[0])),
+            ("scatter_dims_to_operand_dims", i64s(&[0, 1])),
+            ("index_vector_dim", int(1)),
+        ];
+        let m = scatter_module("set", &x, &idx, &upd, attrs);
+        let r = crate::eval::run_function(&m, "main", &[x, idx, upd]).unwrap();
+        assert_eq!(to_i32(&r[0]), vec![0, 7, 8, 0, 0, 0]);
+    }
+}

@@ -1,0 +1,1 @@
+//! `cholesky` and `triangular_solve` on batched square matrices.

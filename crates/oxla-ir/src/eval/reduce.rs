@@ -1,0 +1,336 @@
+//! `reduce`: a fast path for bodies that are one add/mul/max/min/and/or/xor of the two
+//! block arguments, and a general path that evaluates the body region.
+//!
+//! Both paths move the reduced dimensions outermost, so each reduction step combines one
+//! contiguous row of `K` kept elements into `K` accumulators. The general path calls the
+//! body once per step on whole rows ("lanes") when the body is purely elementwise, and once
+//! per element pair otherwise.
+
+use super::context::{extents, OpCx};
+use super::element::{decode, encode, Array};
+use super::elementwise::{self, complex_cmp, fmax, fmin, ComplexOps, Float, Int};
+use super::shape::permute;
+use crate::{IrError, Literal, OpKind, Region, TensorType, ValueId};
+use std::cmp::Ordering;
+
+/// The combiner of a body `return op(arg0, arg1)` (either argument order), if it is one
+/// the fast path handles.
+pub(crate) fn simple_body(region: &Region) -> Option<OpKind> {
+    let [block] = region.blocks.as_slice() else {
+        return None;
+    };
+    let [a0, a1] = block.arguments.as_slice() else {
+        return None;
+    };
+    let [op, ret] = block.ops.as_slice() else {
+        return None;
+    };
+    use OpKind as K;
+    let combiner_ok = matches!(
+        op.kind,
+        K::Add | K::Multiply | K::Maximum | K::Minimum | K::And | K::Or | K::Xor
+    );
+    let args_ok = op.operands == [*a0, *a1] || op.operands == [*a1, *a0];
+    let ret_ok = matches!(ret.kind, K::Return | K::FuncReturn)
+        && op.results.len() == 1
+        && ret.operands == op.results;
+    (combiner_ok && args_ok && ret_ok && op.regions.is_empty()).then(|| op.kind.clone())
+}
+
+/// True when every op of the body is elementwise on values of the body itself, so the body
+/// can run on rows of elements instead of single elements.
+pub(crate) fn lane_safe(region: &Region) -> bool {
+    let [block] = region.blocks.as_slice() else {
+        return false;
+    };
+    let mut defined: Vec<ValueId> = block.arguments.clone();
+    for op in &block.ops {
+        use OpKind as K;
+        let elementwise = elementwise::is_unary(&op.kind)
+            || elementwise::is_binary(&op.kind)
+            || matches!(
+                op.kind,
+                K::Compare | K::Select | K::Clamp | K::Convert | K::Constant | K::Return
+            );
+        if !elementwise || !op.regions.is_empty() {
+            return false;
+        }
+        if !op.operands.iter().all(|v| defined.contains(v)) {
+            return false;
+        }
+        defined.extend_from_slice(&op.results);
+    }
+    true
+}
+
+/// Validated reduction layout: permutation putting reduced dims first, and the sizes.
+struct Layout {
+    perm: Vec<usize>,
+    kept_shape: Vec<i64>,
+    n_reduced: usize,
+    n_kept: usize,
+}
+
+fn layout(cx: OpCx<'_>, ty: &TensorType) -> Result<Layout, IrError> {
+    let dims = cx.i64s("dimensions")?;
+    let rank = ty.rank();
+    let dims = cx.dims("dimensions", &dims, rank)?;
+    let mut is_reduced = vec![false; rank];
+    for &d in &dims {
+        if is_reduced[d] {
+            return Err(cx.invalid(format!("dimension {d} is reduced twice")));
+        }
+        is_reduced[d] = true;
+    }
+    let ext = extents(&ty.shape);
+    let kept: Vec<usize> = (0..rank).filter(|&d| !is_reduced[d]).collect();
+    let mut perm = dims.clone();
+    perm.extend_from_slice(&kept);
+    Ok(Layout {
+        kept_shape: kept.iter().map(|&d| ty.shape[d]).collect(),
+        n_reduced: dims.iter().map(|&d| ext[d]).product(),
+        n_kept: kept.iter().map(|&d| ext[d]).product(),
+        perm,
+    })
+}
+
+fn fold<T: Copy>(x: &[T], init: T, k: usize, f: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut acc = vec![init; k];
+    if k == 0 {
+        return acc;
+    }
+    for row in x.chunks_exact(k) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = f(*a, v);
+        }
+    }
+    acc
+}
+
+fn fold_int<T: Int>(kind: &OpKind, x: &[T], init: T, k: usize) -> Option<Vec<T>> {
+    use OpKind as K;
+    let f: fn(T, T) -> T = match kind {
+        K::Add => T::wadd,
+        K::Multiply => T::wmul,
+        K::Maximum => std::cmp::max,
+        K::Minimum => std::cmp::min,
+        K::And => T::bit_and,
+        K::Or => T::bit_or,
+        K::Xor => T::bit_xor,
+        _ => return None,
+    };
+    Some(fold(x, init, k, f))
+}
+
+fn fold_float<F: Float>(kind: &OpKind, x: &[F], init: F, k: usize) -> Option<Vec<F>> {
+    use OpKind as K;
+    Some(match kind {
+        K::Add => fold(x, init, k, |a, b| a + b),
+        K::Multiply => fold(x, init, k, |a, b| a * b),
+        K::Maximum => fold(x, init, k, fmax),
+        K::Minimum => fold(x, init, k, fmin),
+        _ => return None,
+    })
+}
+
+fn fold_complex<C: ComplexOps>(kind: &OpKind, x: &[C], init: C, k: usize) -> Option<Vec<C>> {
+    use OpKind as K;
+    let lex = |a: &C, b: &C| complex_cmp(&(a.re_(), a.im_()), &(b.re_(), b.im_()));
+    Some(match kind {
+        K::Add => fold(x, init, k, C::add_),
+        K::Multiply => fold(x, init, k, C::mul_),
+        K::Maximum => fold(x, init, k, |a, b| {
+            if lex(&a, &b) == Some(Ordering::Less) {
+                b
+            } else {
+                a
+            }
+        }),
+        K::Minimum => fold(x, init, k, |a, b| {
+            if lex(&b, &a) == Some(Ordering::Less) {
+                b
+            } else {
+                a
+            }
+        }),
+        _ => return None,
+    })
+}
+
+fn fold_pred(kind: &OpKind, x: &[bool], init: bool, k: usize) -> Option<Vec<bool>> {
+    use OpKind as K;
+    Some(match kind {
+        K::And | K::Multiply | K::Minimum => fold(x, init, k, |a, b| a & b),
+        K::Or | K::Add | K::Maximum => fold(x, init, k, |a, b| a | b),
+        K::Xor => fold(x, init, k, |a, b| a ^ b),
+        _ => return None,
+    })
+}
+
+/// Reduces one input with a simple combiner. Returns `None` when the element types do not
+/// suit the fast path (the caller then uses the general path).
+pub(crate) fn reduce_simple(
+    cx: OpCx<'_>,
+    kind: &OpKind,
+    input: &Literal,
+    init: &Literal,
+) -> Result<Option<Literal>, IrError> {
+    let et = input.ty.element_type;
+    let out_ty = cx.result_tensor(0)?;
+    if init.ty.element_type != et || out_ty.element_type != et || init.ty.num_elements() != Some(1)
+    {
+        return Ok(None);
+    }
+    let lay = layout(cx, &input.ty)?;
+    if out_ty.shape != lay.kept_shape {
+        return Err(cx.invalid(format!(
+            "result type {out_ty} does not match the reduced shape {:?}",
+            lay.kept_shape
+        )));
+    }
+    let permuted = permute(input, &lay.perm)?;
+    let k = lay.n_kept;
+    let out = match (decode(&permuted), decode(init)) {
+        (Array::Pred(x), Array::Pred(i)) => fold_pred(kind, &x, i[0], k).map(Array::Pred),
+        (Array::S8(x), Array::S8(i)) => fold_int(kind, &x, i[0], k).map(Array::S8),
+        (Array::S16(x), Array::S16(i)) => fold_int(kind, &x, i[0], k).map(Array::S16),
+        (Array::S32(x), Array::S32(i)) => fold_int(kind, &x, i[0], k).map(Array::S32),
+        (Array::S64(x), Array::S64(i)) => fold_int(kind, &x, i[0], k).map(Array::S64),
+        (Array::U8(x), Array::U8(i)) => fold_int(kind, &x, i[0], k).map(Array::U8),
+        (Array::U16(x), Array::U16(i)) => fold_int(kind, &x, i[0], k).map(Array::U16),
+        (Array::U32(x), Array::U32(i)) => fold_int(kind, &x, i[0], k).map(Array::U32),
+        (Array::U64(x), Array::U64(i)) => fold_int(kind, &x, i[0], k).map(Array::U64),
+        (Array::F32(x), Array::F32(i)) => fold_float(kind, &x, i[0], k).map(Array::F32),
+        (Array::F64(x), Array::F64(i)) => fold_float(kind, &x, i[0], k).map(Array::F64),
+        (Array::C64(x), Array::C64(i)) => fold_complex(kind, &x, i[0], k).map(Array::C64),
+        (Array::C128(x), Array::C128(i)) => fold_complex(kind, &x, i[0], k).map(Array::C128),
+        _ => None,
+    };
+    match out {
+        Some(out) => encode(&out, out_ty.clone()).map(Some),
+        None => Err(cx.invalid(format!(
+            "{} is not defined on element type {et}",
+            kind.name()
+        ))),
+    }
+}
+
+fn row(lit: &Literal, index: usize, len: usize, shape: Vec<i64>) -> Literal {
+    let esize = lit.ty.element_type.byte_size();
+    Literal {
+        ty: TensorType::new(shape, lit.ty.element_type),
+        data: lit.data[index * esize..(index + len) * esize].to_vec(),
+    }
+}
+
+/// Reduces `inputs` with a body evaluated by `body` (on rows of `K` elements when `lanes`,
+/// else on single elements).
+pub(crate) fn reduce_general(
+    cx: OpCx<'_>,
+    inputs: &[Literal],
+    inits: &[Literal],
+    lanes: bool,
+    body: &mut dyn FnMut(Vec<Literal>) -> Result<Vec<Literal>, IrError>,
+) -> Result<Vec<Literal>, IrError> {
+    let n = inputs.len();
+    let first = inputs
+        .first()
+        .ok_or_else(|| cx.invalid("needs at least one input"))?;
+    if inits.len() != n {
+        return Err(cx.invalid("needs one init value per input"));
+    }
+    for (input, init) in inputs.iter().zip(inits) {
+        if input.ty.shape != first.ty.shape {
+            return Err(cx.invalid("inputs must have the same shape"));
+        }
+        if init.ty.num_elements() != Some(1) {
+            return Err(cx.invalid("init values must be scalars"));
+        }
+    }
+    let lay = layout(cx, &first.ty)?;
+    let mut out_types = Vec::with_capacity(n);
+    for i in 0..n {
+        let ty = cx.result_tensor(i)?;
+        if ty.shape != lay.kept_shape {
+            return Err(cx.invalid(format!(
+                "result type {ty} does not match the reduced shape {:?}",
+                lay.kept_shape
+            )));
+        }
+        out_types.push(ty.clone());
+    }
+    let permuted: Vec<Literal> = inputs
+        .iter()
+        .map(|x| permute(x, &lay.perm))
+        .collect::<Result<_, _>>()?;
+    let k = lay.n_kept;
+    let check_step = |out: &[Literal], want_len: usize| -> Result<(), IrError> {
+        if out.len() != n {
+            return Err(cx.invalid(format!("body returned {} values, expected {n}", out.len())));
+        }
+        for (v, ty) in out.iter().zip(&out_types) {
+            let len = v.ty.num_elements().unwrap_or(0);
+            if v.ty.element_type != ty.element_type || (len != want_len && len != 1) {
+                return Err(cx.invalid(format!(
+                    "body returned {}, expected {}",
+                    v.ty, ty.element_type
+                )));
+            }
+        }
+        Ok(())
+    };
+    let widen = |v: Literal, len: usize| -> Literal {
+        if v.ty.num_elements() == Some(len) {
+            Literal {
+                ty: TensorType::new(vec![len as i64], v.ty.element_type),
+                data: v.data,
+            }
+        } else {
+            Literal {
+                ty: TensorType::new(vec![len as i64], v.ty.element_type),
+                data: v.data.repeat(len),
+            }
+        }
+    };
+    if lanes {
+        let mut acc: Vec<Literal> = inits.iter().map(|init| widen(init.clone(), k)).collect();
+        if k > 0 {
+            for r in 0..lay.n_reduced {
+                let mut args = acc;
+                args.extend(permuted.iter().map(|x| row(x, r * k, k, vec![k as i64])));
+                let out = body(args)?;
+                check_step(&out, k)?;
+                acc = out.into_iter().map(|v| widen(v, k)).collect();
+            }
+        }
+        return acc
+            .into_iter()
+            .zip(out_types)
+            .map(|(a, ty)| Literal::new(ty, a.data))
+            .collect();
+    }
+    let mut data: Vec<Vec<u8>> = vec![Vec::new(); n];
+    for j in 0..k {
+        let mut acc: Vec<Literal> = inits
+            .iter()
+            .map(|init| Literal {
+                ty: TensorType::scalar(init.ty.element_type),
+                data: init.data.clone(),
+            })
+            .collect();
+        for r in 0..lay.n_reduced {
+            let mut args = acc;
+            args.extend(permuted.iter().map(|x| row(x, r * k + j, 1, Vec::new())));
+            let out = body(args)?;
+            check_step(&out, 1)?;
+            acc = out;
+        }
+        for (d, a) in data.iter_mut().zip(acc) {
+            d.extend_from_slice(&a.data);
+        }
+    }
+    data.into_iter()
+        .zip(out_types)
+        .map(|(d, ty)| Literal::new(ty, d))
+        .collect()
+}

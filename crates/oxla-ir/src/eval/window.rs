@@ -1,0 +1,420 @@
+//! `reduce_window` and `select_and_scatter`: windowed reductions over padded, dilated inputs.
+//!
+//! A window position maps to an input element only when it falls on a real element of the
+//! base-dilated, padded input; positions on padding or dilation holes are skipped, which
+//! equals the spec's padding with the init value whenever the init value is the body's
+//! identity (as XLA CPU does). The accumulation itself is the wave machinery of
+//! [`super::body`]: one pass per window position over all outputs at once.
+
+use super::body::{classify, region, take};
+use super::context::{extents, strides, OpCx};
+use super::reduce::lane_safe;
+use super::{tensor_operand, Frame, Interp, Value};
+use crate::{IrError, Literal, TensorType};
+
+/// Window geometry of one op, validated against the input shape.
+struct Geometry {
+    in_ext: Vec<usize>,
+    window: Vec<usize>,
+    strides: Vec<usize>,
+    base_dil: Vec<usize>,
+    win_dil: Vec<usize>,
+    pad_lo: Vec<i64>,
+    out_ext: Vec<usize>,
+}
+
+fn positive(cx: OpCx<'_>, name: &str, v: Vec<i64>, rank: usize) -> Result<Vec<usize>, IrError> {
+    if v.len() != rank {
+        return Err(cx.invalid(format!("`{name}` must have {rank} entries")));
+    }
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x)
+                .ok()
+                .filter(|&x| x > 0)
+                .ok_or_else(|| cx.invalid(format!("`{name}` holds {x}, must be positive")))
+        })
+        .collect()
+}
+
+fn geometry(cx: OpCx<'_>, in_shape: &[i64], dilations: bool) -> Result<Geometry, IrError> {
+    let rank = in_shape.len();
+    let in_ext = extents(in_shape);
+    let window = positive(cx, "window_dimensions", cx.i64s("window_dimensions")?, rank)?;
+    let ones = vec![1i64; rank];
+    let strides = positive(
+        cx,
+        "window_strides",
+        cx.i64s_or("window_strides", ones.clone())?,
+        rank,
+    )?;
+    let (base_dil, win_dil) = if dilations {
+        (
+            positive(
+                cx,
+                "base_dilations",
+                cx.i64s_or("base_dilations", ones.clone())?,
+                rank,
+            )?,
+            positive(
+                cx,
+                "window_dilations",
+                cx.i64s_or("window_dilations", ones)?,
+                rank,
+            )?,
+        )
+    } else {
+        (vec![1; rank], vec![1; rank])
+    };
+    let padding = cx.i64s_or("padding", vec![0; 2 * rank])?;
+    if padding.len() != 2 * rank {
+        return Err(cx.invalid(format!("`padding` must have {rank} pairs")));
+    }
+    let mut out_ext = Vec::with_capacity(rank);
+    let mut pad_lo = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let (lo, hi) = (padding[2 * d], padding[2 * d + 1]);
+        let dilated = if in_ext[d] == 0 {
+            0
+        } else {
+            (in_ext[d] as i64 - 1) * base_dil[d] as i64 + 1
+        };
+        let padded = dilated + lo + hi;
+        let span = (window[d] as i64 - 1) * win_dil[d] as i64 + 1;
+        out_ext.push(if padded < span {
+            0
+        } else {
+            ((padded - span) / strides[d] as i64 + 1) as usize
+        });
+        pad_lo.push(lo);
+    }
+    Ok(Geometry {
+        in_ext,
+        window,
+        strides,
+        base_dil,
+        win_dil,
+        pad_lo,
+        out_ext,
+    })
+}
+
+impl Geometry {
+    /// Per window position (row-major), per output (row-major): the flat input index the
+    /// position reads, if it falls on a real element.
+    fn sources(&self) -> Vec<Vec<Option<usize>>> {
+        let rank = self.in_ext.len();
+        let in_str = strides(&self.in_ext);
+        let n_out: usize = self.out_ext.iter().product();
+        let n_win: usize = self.window.iter().product();
+        let mut res = Vec::with_capacity(n_win);
+        let mut k = vec![0usize; rank];
+        for _ in 0..n_win {
+            let mut per_out = Vec::with_capacity(n_out);
+            let mut o = vec![0usize; rank];
+            for _ in 0..n_out {
+                let mut flat = Some(0usize);
+                for d in 0..rank {
+                    let pos =
+                        (o[d] * self.strides[d] + k[d] * self.win_dil[d]) as i64 - self.pad_lo[d];
+                    let bd = self.base_dil[d] as i64;
+                    if pos < 0 || pos % bd != 0 || pos / bd >= self.in_ext[d] as i64 {
+                        flat = None;
+                        break;
+                    }
+                    flat = flat.map(|f| f + (pos / bd) as usize * in_str[d]);
+                }
+                per_out.push(flat);
+                advance(&mut o, &self.out_ext);
+            }
+            res.push(per_out);
+            advance(&mut k, &self.window);
+        }
+        res
+    }
+}
+
+/// Row-major increment of a multi-index.
+fn advance(idx: &mut [usize], ext: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < ext[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
+/// A literal of `ty` filled with the single element of `init`.
+fn filled(cx: OpCx<'_>, init: &Literal, ty: &TensorType) -> Result<Literal, IrError> {
+    if init.ty.num_elements() != Some(1) || init.ty.element_type != ty.element_type {
+        return Err(cx.invalid(format!(
+            "init value {} must be a scalar of {}",
+            init.ty, ty.element_type
+        )));
+    }
+    let n = ty.num_elements().unwrap_or(0);
+    Literal::new(ty.clone(), init.data.repeat(n))
+}
+
+impl<'m> Interp<'m> {
+    /// Evaluates `reduce_window` with any number of inputs.
+    pub(super) fn exec_reduce_window(
+        &mut self,
+        frame: &mut Frame<'m>,
+        cx: OpCx<'m>,
+    ) -> Result<Vec<Value>, IrError> {
+        let n_operands = cx.op.operands.len();
+        if n_operands < 2 || n_operands % 2 != 0 {
+            return Err(cx.invalid("needs inputs and as many init values"));
+        }
+        let n = n_operands / 2;
+        cx.expect_results(n)?;
+        let mut inputs = Vec::with_capacity(n_operands);
+        for &id in &cx.op.operands {
+            inputs.push(tensor_operand(frame, cx, id)?.clone());
+        }
+        let inits = inputs.split_off(n);
+        for x in &inputs {
+            if x.ty.shape != inputs[0].ty.shape {
+                return Err(cx.invalid("inputs must have the same shape"));
+            }
+        }
+        let geo = geometry(cx, &inputs[0].ty.shape, true)?;
+        let mut acc = Vec::with_capacity(n);
+        for (i, init) in inits.iter().enumerate() {
+            let ty = cx.result_tensor(i)?;
+            if extents(&ty.shape) != geo.out_ext {
+                return Err(cx.invalid(format!(
+                    "result type {ty} does not match the window shape {:?}",
+                    geo.out_ext
+                )));
+            }
+            acc.push(filled(cx, init, ty)?);
+        }
+        let body = classify(region(cx, 0)?, n);
+        for per_out in geo.sources() {
+            let mut dsts = Vec::new();
+            let mut srcs = Vec::new();
+            for (o, s) in per_out.iter().enumerate() {
+                if let Some(s) = s {
+                    dsts.push(o);
+                    srcs.push(*s);
+                }
+            }
+            if !dsts.is_empty() {
+                self.combine_wave(frame, cx, &body, &mut acc, &inputs, &dsts, &srcs)?;
+            }
+        }
+        Ok(acc.into_iter().map(Value::Tensor).collect())
+    }
+
+    /// Evaluates `select_and_scatter`: picks one element per window with the select region,
+    /// then combines each source value into the picked position with the scatter region.
+    pub(super) fn exec_select_and_scatter(
+        &mut self,
+        frame: &mut Frame<'m>,
+        cx: OpCx<'m>,
+    ) -> Result<Vec<Value>, IrError> {
+        cx.expect_operands(3)?;
+        cx.expect_results(1)?;
+        let operand = tensor_operand(frame, cx, cx.op.operands[0])?.clone();
+        let source = tensor_operand(frame, cx, cx.op.operands[1])?.clone();
+        let init = tensor_operand(frame, cx, cx.op.operands[2])?.clone();
+        let geo = geometry(cx, &operand.ty.shape, false)?;
+        if extents(&source.ty.shape) != geo.out_ext {
+            return Err(cx.invalid(format!(
+                "source shape {:?} does not match the window shape {:?}",
+                source.ty.shape, geo.out_ext
+            )));
+        }
+        let out_ty = cx.result_tensor(0)?;
+        if out_ty.shape != operand.ty.shape {
+            return Err(cx.invalid("the result must have the operand's shape"));
+        }
+        let select = region(cx, 0)?;
+        let lanes = lane_safe(select);
+        let n_out: usize = geo.out_ext.iter().product();
+        let mut selected: Vec<Option<usize>> = vec![None; n_out];
+        for per_out in geo.sources() {
+            // Windows with a selection compare it with the new candidate; others take it.
+            let mut contested = Vec::new();
+            for (o, s) in per_out.iter().enumerate() {
+                if let Some(s) = *s {
+                    match selected[o] {
+                        None => selected[o] = Some(s),
+                        Some(cur) => contested.push((o, cur, s)),
+                    }
+                }
+            }
+            if contested.is_empty() {
+                continue;
+            }
+            let cur: Vec<usize> = contested.iter().map(|c| c.1).collect();
+            let cand: Vec<usize> = contested.iter().map(|c| c.2).collect();
+            let keep = if lanes {
+                let args = vec![take(&operand, &cur, false), take(&operand, &cand, false)];
+                self.call_predicate(frame, cx, select, args, cur.len())?
+            } else {
+                let mut keep = Vec::with_capacity(cur.len());
+                for (&a, &b) in cur.iter().zip(&cand) {
+                    let args = vec![take(&operand, &[a], true), take(&operand, &[b], true)];
+                    keep.push(self.call_predicate(frame, cx, select, args, 1)?[0]);
+                }
+                keep
+            };
+            for ((o, _, s), keep) in contested.into_iter().zip(keep) {
+                if !keep {
+                    selected[o] = Some(s);
+                }
+            }
+        }
+        let mut dsts = Vec::new();
+        let mut srcs = Vec::new();
+        for (o, s) in selected.iter().enumerate() {
+            if let Some(s) = s {
+                dsts.push(*s);
+                srcs.push(o);
+            }
+        }
+        let mut acc = vec![filled(cx, &init, out_ty)?];
+        let body = classify(region(cx, 1)?, 1);
+        self.combine_all(frame, cx, &body, &mut acc, &[source], &dsts, &srcs)?;
+        Ok(acc.into_iter().map(Value::Tensor).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::attrs::ComparisonDirection;
+    use crate::{Attribute, ElementType, Literal, Module, OpKind, Type};
+
+    /// `reduce_window` of one input with an `add`/`max` body (or `general`: `a + 2*b`).
+    fn reduce_window_module(
+        body: &str,
+        x: &Literal,
+        init: &Literal,
+        out_shape: &[i64],
+        attrs: Vec<(&'static str, Attribute)>,
+    ) -> Module {
+        let et = x.ty.element_type;
+        let (mut b, p) =
+            FuncBuilder::new(&[Type::Tensor(x.ty.clone()), Type::Tensor(init.ty.clone())]);
+        let s = t(&[], et);
+        let region = b.region(&[s.clone(), s.clone()], |b, a| match body {
+            "add" => vec![b.op(OpKind::Add, &[a[0], a[1]], s.clone(), vec![])],
+            "max" => vec![b.op(OpKind::Maximum, &[a[0], a[1]], s.clone(), vec![])],
+            _ => {
+                let two = b.constant(&f32s(&[], &[2.0]));
+                let m = b.op(OpKind::Multiply, &[a[1], two], s.clone(), vec![]);
+                vec![b.op(OpKind::Add, &[a[0], m], s.clone(), vec![])]
+            }
+        });
+        let r = b.op_full(
+            OpKind::ReduceWindow,
+            &p,
+            &[t(out_shape, et)],
+            attrs,
+            vec![region],
+        );
+        b.finish(&r)
+    }
+
+    fn padding(p: &[i64]) -> Attribute {
+        Attribute::Elements(crate::ElementsAttr {
+            ty: crate::TensorType::new([p.len() as i64 / 2, 2], ElementType::S64),
+            data: p
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>()
+                .into(),
+            splat: false,
+        })
+    }
+
+    #[test]
+    fn reduce_window_sum_with_stride_and_padding() {
+        // x = [1, 2, 3, 4, 5], window 2, stride 2, padding (1, 0):
+        // padded [_, 1, 2, 3, 4, 5] -> windows [_,1], [2,3], [4,5] -> 1, 5, 9.
+        let x = f32s(&[5], &[1.0, 2.0, 3.0, 4.0, 5.0]);
+        let init = f32s(&[], &[0.0]);
+        let attrs = vec![
+            ("window_dimensions", i64s(&[2])),
+            ("window_strides", i64s(&[2])),
+            ("padding", padding(&[1, 0])),
+        ];
+        for body in ["add", "general"] {
+            let m = reduce_window_module(body, &x, &init, &[3], attrs.clone());
+            let r = crate::eval::run_function(&m, "main", &[x.clone(), init.clone()]).unwrap();
+            // general body a + 2b doubles every element: 2, 10, 18.
+            let want = if body == "add" {
+                vec![1.0, 5.0, 9.0]
+            } else {
+                vec![2.0, 10.0, 18.0]
+            };
+            assert_eq!(to_f32(&r[0]), want);
+        }
+    }
+
+    #[test]
+    fn reduce_window_max_2d_with_dilations() {
+        // 3x3 input 0..9; window 2x2 with window dilation 2 in dim 1 picks columns (0, 2);
+        // base dilation 1 everywhere. Outputs [2, 1]: max of rows (r, r+1), cols (0, 2).
+        let x = f32s(&[3, 3], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        let init = f32s(&[], &[f32::NEG_INFINITY]);
+        let attrs = vec![
+            ("window_dimensions", i64s(&[2, 2])),
+            ("window_dilations", i64s(&[1, 2])),
+        ];
+        let m = reduce_window_module("max", &x, &init, &[2, 1], attrs);
+        let r = crate::eval::run_function(&m, "main", &[x.clone(), init.clone()]).unwrap();
+        assert_eq!(to_f32(&r[0]), vec![5.0, 8.0]);
+        // Base dilation 2 in dim 0 turns the 3 rows into 5 (holes at 1 and 3); windows of
+        // 2 rows x 1 column then see one real row each: output rows 0..4 read rows 0,1,1,2.
+        let attrs = vec![
+            ("window_dimensions", i64s(&[2, 1])),
+            ("base_dilations", i64s(&[2, 1])),
+        ];
+        let m = reduce_window_module("max", &x, &init, &[4, 3], attrs);
+        let r = crate::eval::run_function(&m, "main", &[x, init]).unwrap();
+        assert_eq!(
+            to_f32(&r[0]),
+            vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+        );
+    }
+
+    #[test]
+    fn select_and_scatter_routes_to_window_maxima() {
+        // Max-pool gradient: operand [1, 5, 3, 2, 8, 4], window 2, stride 2; the maxima are
+        // at 1, 2 (3 > 2) and 4, so the source values land there.
+        let x = f32s(&[6], &[1.0, 5.0, 3.0, 2.0, 8.0, 4.0]);
+        let src = f32s(&[3], &[10.0, 20.0, 30.0]);
+        let init = f32s(&[], &[0.0]);
+        let types: Vec<Type> = [&x, &src, &init]
+            .iter()
+            .map(|l| Type::Tensor(l.ty.clone()))
+            .collect();
+        let (mut b, p) = FuncBuilder::new(&types);
+        let s = t(&[], ElementType::F32);
+        let select = b.region(&[s.clone(), s.clone()], |b, a| {
+            vec![b.compare(ComparisonDirection::Ge, a[0], a[1], &[])]
+        });
+        let scatter = b.region(&[s.clone(), s.clone()], |b, a| {
+            vec![b.op(OpKind::Add, &[a[0], a[1]], s.clone(), vec![])]
+        });
+        let r = b.op_full(
+            OpKind::SelectAndScatter,
+            &p,
+            &[t(&[6], ElementType::F32)],
+            vec![
+                ("window_dimensions", i64s(&[2])),
+                ("window_strides", i64s(&[2])),
+            ],
+            vec![select, scatter],
+        );
+        let m = b.finish(&r);
+        let r = crate::eval::run_function(&m, "main", &[x, src, init]).unwrap();
+        assert_eq!(to_f32(&r[0]), vec![0.0, 10.0, 20.0, 0.0, 30.0, 0.0]);
+    }
+}

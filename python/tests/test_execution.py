@@ -1,0 +1,156 @@
+"""Running programs: eager ops, jit, donation, synchronisation, the persistent cache."""
+
+import json
+
+import numpy as np
+import pytest
+
+from _support import require_jax, run_python_ok
+
+jax = require_jax()
+jnp = jax.numpy
+
+
+def on_device(array, device):
+    return array.devices() == {device}
+
+
+def test_eager_add(oxla_device):
+    result = jnp.add(1, 1)
+    assert on_device(result, oxla_device)
+    assert result.dtype == jnp.int32
+    assert int(result) == 2
+
+
+def test_jit_scalar(oxla_device):
+    result = jax.jit(lambda x: x * 2)(1.0)
+    assert on_device(result, oxla_device)
+    assert result.dtype == jnp.float32
+    assert float(result) == 2.0
+
+
+def test_jit_several_inputs_and_outputs(oxla_device):
+    @jax.jit
+    def f(x, y):
+        return x + y, x * y, (x - y).sum()
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = np.full((2, 3), 2.0, np.float32)
+    total, product, difference = f(x, y)
+    for result in (total, product, difference):
+        assert on_device(result, oxla_device)
+    np.testing.assert_array_equal(total, x + y)
+    np.testing.assert_array_equal(product, x * y)
+    assert float(difference) == float((x - y).sum())
+
+
+def test_jit_reuses_compiled_executable():
+    traces = []
+
+    @jax.jit
+    def f(x):
+        traces.append(1)
+        return x + 1
+
+    for i in range(3):
+        np.testing.assert_array_equal(f(np.full((4,), i, np.int32)), np.full((4,), i + 1))
+    assert len(traces) == 1
+
+
+def test_jit_with_pytree_and_static_argument():
+    @jax.jit
+    def f(params, x):
+        return {"y": params["w"] * x + params["b"]}
+
+    out = f({"w": np.float32(3), "b": np.float32(1)}, np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(out["y"], [1.0, 4.0, 7.0])
+
+    g = jax.jit(lambda x, n: x * n, static_argnums=1)
+    np.testing.assert_array_equal(g(np.ones(2, np.float32), 5), [5.0, 5.0])
+
+
+def test_donated_argument_is_deleted(oxla_device):
+    f = jax.jit(lambda x: x + 1, donate_argnums=0)
+    x = jax.device_put(np.arange(8, dtype=np.float32), oxla_device)
+    y = f(x)
+    assert x.is_deleted()
+    assert not y.is_deleted()
+    np.testing.assert_array_equal(y, np.arange(8, dtype=np.float32) + 1)
+    with pytest.raises(RuntimeError):
+        np.asarray(x)
+
+
+def test_delete_frees_an_array(oxla_device):
+    x = jax.device_put(np.ones(4, np.float32), oxla_device)
+    x.delete()
+    assert x.is_deleted()
+    with pytest.raises(RuntimeError):
+        jax.jit(lambda v: v * 2)(x)
+
+
+def test_block_until_ready(oxla_device):
+    f = jax.jit(lambda x: jnp.tanh(x) * 2)
+    x = jax.device_put(np.linspace(-1, 1, 16, dtype=np.float32), oxla_device)
+    y = f(x)
+    assert y.block_until_ready() is y
+    assert y.is_fully_replicated
+    tree = jax.block_until_ready({"a": y, "b": [f(x), x]})
+    assert tree["a"] is y
+    np.testing.assert_allclose(y, np.tanh(np.asarray(x)) * 2, rtol=1e-6)
+
+
+def test_many_calls_in_flight():
+    f = jax.jit(lambda x: x * 2 + 1)
+    results = [f(np.full((16,), i, np.float32)) for i in range(32)]
+    jax.block_until_ready(results)
+    for i, result in enumerate(results):
+        np.testing.assert_array_equal(result, np.full((16,), 2 * i + 1, np.float32))
+
+
+CACHE_PROGRAM = """
+import json, sys
+import jax
+import numpy as np
+from jax._src import monitoring
+
+jax.config.update("jax_compilation_cache_dir", sys.argv[1] if len(sys.argv) > 1 else {cache_dir!r})
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+events = []
+monitoring.register_event_listener(lambda event, **kwargs: events.append(event))
+
+@jax.jit
+def f(x, y):
+    return jax.numpy.sin(x) * y + 1
+
+# NumPy inputs, so that no eager op compiles anything before f.
+out = f(np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4), np.float32(3))
+print(json.dumps({{
+    "hits": events.count("/jax/compilation_cache/cache_hits"),
+    "misses": events.count("/jax/compilation_cache/cache_misses"),
+    "platform": next(iter(out.devices())).platform,
+    "result": np.asarray(out).tolist(),
+}}))
+"""
+
+
+def test_persistent_compilation_cache(tmp_path):
+    cache_dir = tmp_path / "jax-cache"
+    program = CACHE_PROGRAM.format(cache_dir=str(cache_dir))
+    env = {"JAX_PLATFORMS": "oxla"}
+
+    first = json.loads(run_python_ok(program, env=env).stdout.strip().splitlines()[-1])
+    assert first["platform"] == "oxla"
+    assert first["hits"] == 0
+    assert first["misses"] >= 1
+    assert any(cache_dir.iterdir()), "the first run wrote nothing to the cache"
+
+    second = json.loads(run_python_ok(program, env=env).stdout.strip().splitlines()[-1])
+    assert second["platform"] == "oxla"
+    assert second["hits"] >= 1, "the second run did not hit the persistent cache"
+    assert second["misses"] == 0
+    assert second["result"] == first["result"]
+
+    expected = np.sin(np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4)) * 3 + 1
+    np.testing.assert_allclose(np.array(second["result"], np.float32), expected, rtol=1e-6)
