@@ -186,6 +186,9 @@ op_kinds! {
     ChloTopK => "chlo.top_k",
     ChloSquare => "chlo.square",
     ChloConstantLike => "chlo.constant_like",
+    // ops around sharding annotations; on one device they forward their operands
+    UnrealizedConversionCast => "builtin.unrealized_conversion_cast",
+    SdyShardingConstraint => "sdy.sharding_constraint",
 }
 
 #[cfg(test)]

@@ -1195,6 +1195,9 @@ impl<'a> Parser<'a> {
                     .attr_aliases
                     .get(&name)
                     .ok_or_else(|| self.err(format!("undefined location alias {name}")))?;
+                if self.resolving.contains(&name) {
+                    return Err(self.err(format!("alias {name} refers to itself")));
+                }
                 self.bump()?;
                 if let Some(loc) = self.loc_cache.get(&name) {
                     return Ok(loc.clone());
@@ -1995,7 +1998,7 @@ pub(super) fn parse_enum_value(kind: &str, value: &str) -> Option<Attribute> {
 
 /// Decodes a hex digit string into bytes.
 pub(super) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     hex.as_bytes()

@@ -14,7 +14,7 @@ use super::context::OpCx;
 use super::element::{decode, encode_bytes};
 use super::elementwise::binary_arrays;
 use super::reduce::{lane_safe, simple_body};
-use super::{conv, gather_scatter, rng, tensor_operand, Frame, Interp, Value};
+use super::{conv, fft, gather_scatter, linalg, rng, tensor_operand, topk, Frame, Interp, Value};
 use crate::{IrError, Literal, OpKind, Region, TensorType};
 
 /// A combining region and how it is applied.
@@ -120,9 +120,17 @@ pub(crate) fn handles(kind: &OpKind) -> bool {
     use OpKind as K;
     matches!(
         kind,
-        K::Gather | K::Scatter | K::ReduceWindow | K::SelectAndScatter | K::Sort
+        K::Gather
+            | K::Scatter
+            | K::ReduceWindow
+            | K::SelectAndScatter
+            | K::Sort
             | K::Convolution
             | K::RngBitGenerator
+            | K::Cholesky
+            | K::TriangularSolve
+            | K::Fft
+            | K::ChloTopK
     )
 }
 
@@ -150,9 +158,31 @@ impl<'m> Interp<'m> {
             }
             K::Scatter => self.exec_scatter(frame, cx)?,
             K::Sort => self.exec_sort(frame, cx)?,
+            K::ChloTopK => {
+                let a = tensors(frame, 1)?;
+                topk::top_k(cx, &a[0])?
+                    .into_iter()
+                    .map(Value::Tensor)
+                    .collect()
+            }
+            K::Cholesky => {
+                let a = tensors(frame, 1)?;
+                single(linalg::cholesky(cx, &a[0])?)
+            }
+            K::TriangularSolve => {
+                let a = tensors(frame, 2)?;
+                single(linalg::triangular_solve(cx, &a[0], &a[1])?)
+            }
+            K::Fft => {
+                let a = tensors(frame, 1)?;
+                single(fft::fft(cx, &a[0])?)
+            }
             K::RngBitGenerator => {
                 let a = tensors(frame, 1)?;
-                rng::rng_bit_generator(cx, &a[0])?.into_iter().map(Value::Tensor).collect()
+                rng::rng_bit_generator(cx, &a[0])?
+                    .into_iter()
+                    .map(Value::Tensor)
+                    .collect()
             }
             K::Convolution => {
                 let a = tensors(frame, 2)?;

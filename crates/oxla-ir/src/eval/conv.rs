@@ -73,13 +73,19 @@ struct Plan {
     n_out: usize,
 }
 
-fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> Result<Plan, IrError> {
+fn plan(
+    cx: OpCx<'_>,
+    lhs: &TensorType,
+    rhs: &TensorType,
+    out: &TensorType,
+) -> Result<Plan, IrError> {
     let rank = lhs.rank();
     if rank < 2 || rhs.rank() != rank || out.rank() != rank {
         return Err(cx.invalid("operands and result must have the same rank, at least 2"));
     }
     let n_sp = rank - 2;
-    let dim = |name: &str| -> Result<usize, IrError> { Ok(cx.dims(name, &[cx.int(name)?], rank)?[0]) };
+    let dim =
+        |name: &str| -> Result<usize, IrError> { Ok(cx.dims(name, &[cx.int(name)?], rank)?[0]) };
     let list = |name: &str| -> Result<Vec<usize>, IrError> {
         let v = cx.dims(name, &cx.i64s(name)?, rank)?;
         if v.len() != n_sp {
@@ -102,6 +108,18 @@ fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> R
         dim("output_feature_dimension")?,
         list("output_spatial_dimensions")?,
     );
+    for (what, dims) in [
+        ("input", [vec![ib, ifeat], isp.clone()].concat()),
+        ("kernel", [vec![ki, ko], ksp.clone()].concat()),
+        ("output", [vec![ob, ofeat], osp.clone()].concat()),
+    ] {
+        let mut seen = vec![false; rank];
+        for d in dims {
+            if std::mem::replace(&mut seen[d], true) {
+                return Err(cx.invalid(format!("{what} dimension numbers repeat dimension {d}")));
+            }
+        }
+    }
     let ones = vec![1i64; n_sp];
     let per_dim = |name: &str, default: Vec<i64>| -> Result<Vec<i64>, IrError> {
         let v = cx.i64s_or(name, default)?;
@@ -113,7 +131,12 @@ fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> R
     let stride = per_dim("window_strides", ones.clone())?;
     let lhs_dil = per_dim("lhs_dilation", ones.clone())?;
     let rhs_dil = per_dim("rhs_dilation", ones)?;
-    if stride.iter().chain(&lhs_dil).chain(&rhs_dil).any(|&v| v < 1) {
+    if stride
+        .iter()
+        .chain(&lhs_dil)
+        .chain(&rhs_dil)
+        .any(|&v| v < 1)
+    {
         return Err(cx.invalid("strides and dilations must be positive"));
     }
     let padding = cx.i64s_or("padding", vec![0; 2 * n_sp])?;
@@ -136,7 +159,11 @@ fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> R
     };
     let feature_groups = positive("feature_group_count")?;
     let batch_groups = positive("batch_group_count")?;
-    let (le, re, oe) = (extents(&lhs.shape), extents(&rhs.shape), extents(&out.shape));
+    let (le, re, oe) = (
+        extents(&lhs.shape),
+        extents(&rhs.shape),
+        extents(&out.shape),
+    );
     let (ls, rs, os) = (strides(&le), strides(&re), strides(&oe));
     let (in_batch, in_features) = (le[ib], le[ifeat]);
     let (kernel_in, kernel_out) = (re[ki], re[ko]);
@@ -154,14 +181,30 @@ fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> R
     }
     let mut out_sp = Vec::with_capacity(n_sp);
     for d in 0..n_sp {
-        let dilated = if le[isp[d]] == 0 { 0 } else { (le[isp[d]] as i64 - 1) * lhs_dil[d] + 1 };
-        let padded = dilated + padding[2 * d] + padding[2 * d + 1];
-        let span = if re[ksp[d]] == 0 { 0 } else { (re[ksp[d]] as i64 - 1) * rhs_dil[d] + 1 };
-        out_sp.push(if padded < span { 0 } else { ((padded - span) / stride[d] + 1) as usize });
+        // In i128 so that no attribute value can overflow.
+        let dilated = if le[isp[d]] == 0 {
+            0
+        } else {
+            (le[isp[d]] as i128 - 1) * i128::from(lhs_dil[d]) + 1
+        };
+        let padded = dilated + i128::from(padding[2 * d]) + i128::from(padding[2 * d + 1]);
+        let span = if re[ksp[d]] == 0 {
+            0
+        } else {
+            (re[ksp[d]] as i128 - 1) * i128::from(rhs_dil[d]) + 1
+        };
+        let size = if padded < span {
+            0
+        } else {
+            (padded - span) / i128::from(stride[d]) + 1
+        };
+        out_sp.push(usize::try_from(size).map_err(|_| cx.invalid("the output is too large"))?);
     }
     let want_sp: Vec<usize> = osp.iter().map(|&d| oe[d]).collect();
     if want_sp != out_sp || oe[ob] != in_batch / batch_groups || oe[ofeat] != kernel_out {
-        return Err(cx.invalid(format!("result type {out} does not match the convolution shape")));
+        return Err(cx.invalid(format!(
+            "result type {out} does not match the convolution shape"
+        )));
     }
     let k_sp: Vec<usize> = ksp.iter().map(|&d| re[d]).collect();
     let n_taps: usize = k_sp.iter().product();
@@ -176,13 +219,20 @@ fn plan(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType, out: &TensorType) -> R
             let mut lhs_off = Some(0usize);
             let mut rhs_off = 0usize;
             for d in 0..n_sp {
-                let pos = x[d] as i64 * stride[d] + k[d] as i64 * rhs_dil[d] - padding[2 * d];
-                if pos < 0 || pos % lhs_dil[d] != 0 || pos / lhs_dil[d] >= le[isp[d]] as i64 {
+                let pos = x[d] as i128 * i128::from(stride[d])
+                    + k[d] as i128 * i128::from(rhs_dil[d])
+                    - i128::from(padding[2 * d]);
+                let dil = i128::from(lhs_dil[d]);
+                if pos < 0 || pos % dil != 0 || pos / dil >= le[isp[d]] as i128 {
                     lhs_off = None;
                     break;
                 }
-                lhs_off = lhs_off.map(|o| o + (pos / lhs_dil[d]) as usize * ls[isp[d]]);
-                let kk = if reversal[d] { k_sp[d] - 1 - k[d] } else { k[d] };
+                lhs_off = lhs_off.map(|o| o + (pos / dil) as usize * ls[isp[d]]);
+                let kk = if reversal[d] {
+                    k_sp[d] - 1 - k[d]
+                } else {
+                    k[d]
+                };
                 rhs_off += kk * rs[ksp[d]];
             }
             if let Some(l) = lhs_off {
@@ -301,7 +351,13 @@ mod tests {
         // [1, 2, 3, 4] with kernel [1, 0, -1] (valid): [1 - 3, 2 - 4] = [-2, -2].
         let x = f32s(&[1, 1, 4], &[1.0, 2.0, 3.0, 4.0]);
         let w = f32s(&[1, 1, 3], &[1.0, 0.0, -1.0]);
-        let r = run_op(OpKind::Convolution, &[x, w], t(&[1, 1, 2], ElementType::F32), attrs_1d(vec![])).unwrap();
+        let r = run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&[1, 1, 2], ElementType::F32),
+            attrs_1d(vec![]),
+        )
+        .unwrap();
         assert_eq!(to_f32(&r), vec![-2.0, -2.0]);
     }
 
@@ -317,15 +373,28 @@ mod tests {
             ("padding", i64s(&[1, 1])),
             ("window_reversal", Attribute::DenseBoolArray(vec![true])),
         ]);
-        let r = run_op(OpKind::Convolution, &[x, w], t(&[1, 1, 6], ElementType::F32), attrs).unwrap();
+        let r = run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&[1, 1, 6], ElementType::F32),
+            attrs,
+        )
+        .unwrap();
         assert_eq!(to_f32(&r), vec![1.0, 2.0, 2.0, 4.0, 3.0, 6.0]);
     }
 
     /// Direct definition of a 2-d grouped, strided, dilated, padded NHWC x HWIO convolution.
     #[allow(clippy::too_many_arguments)]
     fn naive_nhwc(
-        x: &[i64], xs: [usize; 4], w: &[i64], ws: [usize; 4], groups: usize,
-        stride: [usize; 2], pad: [i64; 2], rhs_dil: [usize; 2], out: [usize; 4],
+        x: &[i64],
+        xs: [usize; 4],
+        w: &[i64],
+        ws: [usize; 4],
+        groups: usize,
+        stride: [usize; 2],
+        pad: [i64; 2],
+        rhs_dil: [usize; 2],
+        out: [usize; 4],
     ) -> Vec<i64> {
         let [n, h, wd, c] = xs;
         let [kh, kw, ci, co] = ws;
@@ -345,7 +414,9 @@ mod tests {
                                     continue;
                                 }
                                 for i in 0..ci {
-                                    let xv = x[((b * h + iy as usize) * wd + ix as usize) * c + g * ci + i];
+                                    let xv = x[((b * h + iy as usize) * wd + ix as usize) * c
+                                        + g * ci
+                                        + i];
                                     let wv = w[((ky * kw + kx) * ci + i) * co + o];
                                     s += xv * wv;
                                 }
@@ -388,8 +459,18 @@ mod tests {
         let x = i64s_lit(&[2, 5, 6, 4], &xv);
         let w = i64s_lit(&[2, 3, 2, 6], &wv);
         let out_shape: Vec<i64> = out.iter().map(|&v| v as i64).collect();
-        let r = run_op(OpKind::Convolution, &[x, w], t(&out_shape, ElementType::S64), attrs).unwrap();
-        let got: Vec<i64> = r.data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        let r = run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&out_shape, ElementType::S64),
+            attrs,
+        )
+        .unwrap();
+        let got: Vec<i64> = r
+            .data
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
         assert_eq!(got, want);
     }
 
@@ -400,8 +481,37 @@ mod tests {
         let x = f32s(&[2, 1, 2], &[1.0, 2.0, 3.0, 4.0]);
         let w = f32s(&[2, 1, 1], &[10.0, 100.0]);
         let attrs = attrs_1d(vec![("batch_group_count", int(2))]);
-        let r = run_op(OpKind::Convolution, &[x, w], t(&[1, 2, 2], ElementType::F32), attrs).unwrap();
+        let r = run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&[1, 2, 2], ElementType::F32),
+            attrs,
+        )
+        .unwrap();
         assert_eq!(to_f32(&r), vec![10.0, 20.0, 300.0, 400.0]);
+    }
+
+    #[test]
+    fn repeated_dimension_numbers_and_huge_padding_are_errors() {
+        let x = f32s(&[1, 1, 2], &[0.0; 2]);
+        let w = f32s(&[1, 1, 1], &[0.0]);
+        let mut attrs = attrs_1d(vec![]);
+        attrs[1].1 = int(0);
+        let r = run_op(
+            OpKind::Convolution,
+            &[x.clone(), w.clone()],
+            t(&[1, 1, 2], ElementType::F32),
+            attrs,
+        );
+        assert!(r.is_err());
+        let attrs = attrs_1d(vec![("padding", i64s(&[i64::MAX, i64::MAX]))]);
+        assert!(run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&[1, 1, 2], ElementType::F32),
+            attrs
+        )
+        .is_err());
     }
 
     #[test]
@@ -409,6 +519,12 @@ mod tests {
         let x = f32s(&[1, 3, 2], &[0.0; 6]);
         let w = f32s(&[2, 1, 1], &[0.0; 2]);
         let attrs = attrs_1d(vec![("feature_group_count", int(2))]);
-        assert!(run_op(OpKind::Convolution, &[x, w], t(&[1, 2, 2], ElementType::F32), attrs).is_err());
+        assert!(run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&[1, 2, 2], ElementType::F32),
+            attrs
+        )
+        .is_err());
     }
 }

@@ -332,7 +332,7 @@ impl<'m> Interp<'m> {
         cx: OpCx<'m>,
     ) -> Result<Vec<Value>, IrError> {
         let n_operands = cx.op.operands.len();
-        if n_operands < 3 || n_operands % 2 == 0 {
+        if n_operands < 3 || n_operands.is_multiple_of(2) {
             return Err(cx.invalid("expects N inputs, the indices and N updates"));
         }
         let n = n_operands / 2;

@@ -143,6 +143,8 @@ pub fn is_supported(kind: &OpKind) -> bool {
                 | K::GetTupleElement
                 | K::Tuple
                 | K::OptimizationBarrier
+                | K::UnrealizedConversionCast
+                | K::SdyShardingConstraint
                 | K::CreateToken
                 | K::AfterAll
                 | K::Reduce
@@ -345,7 +347,7 @@ impl<'m> Interp<'m> {
                     _ => return Err(cx.invalid("operand is not a tuple")),
                 }
             }
-            K::OptimizationBarrier => op
+            K::OptimizationBarrier | K::UnrealizedConversionCast | K::SdyShardingConstraint => op
                 .operands
                 .iter()
                 .map(|&id| operand(frame, cx, id).cloned())

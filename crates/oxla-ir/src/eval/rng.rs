@@ -53,7 +53,10 @@ fn philox4x32(key: [u32; 2], mut x: [u32; 4]) -> [u32; 4] {
             ((p0 >> 32) as u32) ^ x[3] ^ key[1],
             p0 as u32,
         ];
-        key = [key[0].wrapping_add(0x9E37_79B9), key[1].wrapping_add(0xBB67_AE85)];
+        key = [
+            key[0].wrapping_add(0x9E37_79B9),
+            key[1].wrapping_add(0xBB67_AE85),
+        ];
     }
     x
 }
@@ -68,14 +71,11 @@ fn threefry_words32(key: u64, counter: u64, shape: &[usize]) -> (Vec<u32>, u64) 
     if shape.is_empty() {
         return (vec![threefry2x32(split(key), split(counter))[0]], 1);
     }
-    let split_dim = shape
-        .iter()
-        .position(|&d| d % 2 == 0)
-        .unwrap_or_else(|| {
-            // The first of the largest dims.
-            let max = shape.iter().copied().max().unwrap_or(0);
-            shape.iter().position(|&d| d == max).unwrap_or(0)
-        });
+    let split_dim = shape.iter().position(|&d| d % 2 == 0).unwrap_or_else(|| {
+        // The first of the largest dims.
+        let max = shape.iter().copied().max().unwrap_or(0);
+        shape.iter().position(|&d| d == max).unwrap_or(0)
+    });
     let mut half = shape.to_vec();
     half[split_dim] = shape[split_dim].div_ceil(2);
     let n_half: usize = half.iter().product();
@@ -114,7 +114,11 @@ fn philox_words(key: u64, counter: (u64, u64), n_words: usize) -> (Vec<[u32; 4]>
     let blocks = (0..n_blocks)
         .map(|i| {
             let lo = counter.0.wrapping_add(i as u64);
-            let hi = if lo < counter.0 { counter.1.wrapping_add(1) } else { counter.1 };
+            let hi = if lo < counter.0 {
+                counter.1.wrapping_add(1)
+            } else {
+                counter.1
+            };
             let [a, b] = split(lo);
             let [c, d] = split(hi);
             philox4x32(split(key), [a, b, c, d])
@@ -133,7 +137,10 @@ pub(crate) fn rng_bit_generator(cx: OpCx<'_>, state: &Literal) -> Result<Vec<Lit
     };
     let state_et = state.ty.element_type;
     if state.ty.rank() != 1 || !matches!(state_et, ElementType::U64 | ElementType::S64) {
-        return Err(cx.unsupported(format!("state of type {}: expected a ui64 vector", state.ty)));
+        return Err(cx.unsupported(format!(
+            "state of type {}: expected a ui64 vector",
+            state.ty
+        )));
     }
     let words: Vec<u64> = (0..state.ty.shape[0].max(0) as usize)
         .map(|i| int_at(state, i).map_or(0, |v| v as u64))
@@ -161,7 +168,8 @@ pub(crate) fn rng_bit_generator(cx: OpCx<'_>, state: &Literal) -> Result<Vec<Lit
                 new_state[1] = counter.wrapping_add(n as u64);
                 (0..n)
                     .map(|i| {
-                        let [lo, hi] = threefry2x32(split(key), split(counter.wrapping_add(i as u64)));
+                        let [lo, hi] =
+                            threefry2x32(split(key), split(counter.wrapping_add(i as u64)));
                         u64::from(lo) | (u64::from(hi) << 32)
                     })
                     .collect()
@@ -177,7 +185,11 @@ pub(crate) fn rng_bit_generator(cx: OpCx<'_>, state: &Literal) -> Result<Vec<Lit
             }
             let key = words[0];
             let wide = words.len() >= 3;
-            let counter = if wide { (words[1], words[2]) } else { (words[1], words[0]) };
+            let counter = if wide {
+                (words[1], words[2])
+            } else {
+                (words[1], words[0])
+            };
             let n_words = if bits == 64 { 2 * n } else { n };
             let (blocks, used) = philox_words(key, counter, n_words);
             let lo = counter.0.wrapping_add(used);
@@ -197,7 +209,12 @@ pub(crate) fn rng_bit_generator(cx: OpCx<'_>, state: &Literal) -> Result<Vec<Lit
                     .take(n)
                     .collect()
             } else {
-                blocks.iter().flatten().take(n).map(|&w| u64::from(w)).collect()
+                blocks
+                    .iter()
+                    .flatten()
+                    .take(n)
+                    .map(|&w| u64::from(w))
+                    .collect()
             }
         }
     };
@@ -220,7 +237,11 @@ mod tests {
     use crate::{Attribute, ElementType, Literal, OpKind, TensorType, Type};
 
     fn u64s(v: &[u64]) -> Literal {
-        lit_bytes(&[v.len() as i64], ElementType::U64, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+        lit_bytes(
+            &[v.len() as i64],
+            ElementType::U64,
+            v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        )
     }
 
     fn words<const N: usize>(lit: &Literal) -> Vec<u64> {
@@ -234,13 +255,21 @@ mod tests {
             .collect()
     }
 
-    fn run(alg: RngAlgorithm, state: &[u64], shape: &[i64], et: ElementType) -> (Vec<u64>, Literal) {
+    fn run(
+        alg: RngAlgorithm,
+        state: &[u64],
+        shape: &[i64],
+        et: ElementType,
+    ) -> (Vec<u64>, Literal) {
         let st = u64s(state);
         let (mut b, p) = FuncBuilder::new(&[Type::Tensor(st.ty.clone())]);
         let r = b.op_full(
             OpKind::RngBitGenerator,
             &p,
-            &[Type::Tensor(st.ty.clone()), Type::Tensor(TensorType::new(shape, et))],
+            &[
+                Type::Tensor(st.ty.clone()),
+                Type::Tensor(TensorType::new(shape, et)),
+            ],
             vec![("rng_algorithm", Attribute::RngAlgorithm(alg))],
             vec![],
         );
@@ -264,7 +293,12 @@ mod tests {
                 vec![0x7d34a749, 0xa9b8bbe8, 0x7ba423d7, 0x2fb324d9, 0x6cf923fe]
             );
         }
-        let (state, bits) = run(RngAlgorithm::Philox, &[0x0123456789abcdef, 42], &[5], ElementType::U32);
+        let (state, bits) = run(
+            RngAlgorithm::Philox,
+            &[0x0123456789abcdef, 42],
+            &[5],
+            ElementType::U32,
+        );
         assert_eq!(state, vec![0x0123456789abcdef, 0x2c]);
         assert_eq!(
             words::<4>(&bits),
@@ -287,7 +321,12 @@ mod tests {
             words::<4>(&bits),
             vec![0x0296e954, 0x802fd53b, 0xed3492d3, 0xdf435003, 0x63b40bd3]
         );
-        let (state, bits) = run(RngAlgorithm::ThreeFry, &[0x0123456789abcdef, 42], &[5], ElementType::U32);
+        let (state, bits) = run(
+            RngAlgorithm::ThreeFry,
+            &[0x0123456789abcdef, 42],
+            &[5],
+            ElementType::U32,
+        );
         assert_eq!(state, vec![0x0123456789abcdef, 0x2d]);
         assert_eq!(
             words::<4>(&bits),

@@ -106,9 +106,9 @@ fn matches_dir(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {
 }
 
 /// A native three-way comparison of two elements of `arr` (by flat position).
-type Cmp = Box<dyn Fn(usize, usize) -> Option<Ordering>>;
+pub(crate) type Cmp = Box<dyn Fn(usize, usize) -> Option<Ordering>>;
 
-fn native_cmp(arr: Array, total: bool) -> Cmp {
+pub(crate) fn native_cmp(arr: Array, total: bool) -> Cmp {
     fn lex<F: PartialOrd>(a: (F, F), b: (F, F)) -> Option<Ordering> {
         match a.0.partial_cmp(&b.0)? {
             Ordering::Equal => a.1.partial_cmp(&b.1),
@@ -134,13 +134,16 @@ fn native_cmp(arr: Array, total: bool) -> Cmp {
     }
 }
 
+/// Evaluates `less(a, b)` for a batch of pairs of flat positions.
+type LessBatch<'a> = dyn FnMut(&[(usize, usize)]) -> Result<Vec<bool>, IrError> + 'a;
+
 /// Sorts rows of `len` positions (`n_rows` of them) through a bitonic network whose
 /// compare-exchange steps are evaluated in batches by `less_batch(pairs)`, which returns
 /// `less(a, b)` for every pair of flat positions. Ties are broken by position.
 fn bitonic_rows(
     n_rows: usize,
     len: usize,
-    less_batch: &mut dyn FnMut(&[(usize, usize)]) -> Result<Vec<bool>, IrError>,
+    less_batch: &mut LessBatch<'_>,
 ) -> Result<Vec<Vec<usize>>, IrError> {
     let p = len.next_power_of_two();
     let mut perms: Vec<Vec<usize>> = (0..n_rows).map(|_| (0..p).collect()).collect();
@@ -245,11 +248,12 @@ impl<'m> Interp<'m> {
             .map(|x| permute(x, &perm))
             .collect::<Result<_, _>>()?;
         let len = extents(&shape)[dim];
-        let n_rows = if len == 0 {
-            0
-        } else {
-            rows[0].ty.num_elements().unwrap_or(0) / len
-        };
+        let n_rows = rows[0]
+            .ty
+            .num_elements()
+            .unwrap_or(0)
+            .checked_div(len)
+            .unwrap_or(0);
         let comparator = region(cx, 0)?;
         let perms: Vec<Vec<usize>> =
             if let Some((k, dir, swapped, total)) = simple_comparator(comparator) {

@@ -74,18 +74,20 @@ fn geometry(cx: OpCx<'_>, in_shape: &[i64], dilations: bool) -> Result<Geometry,
     let mut pad_lo = Vec::with_capacity(rank);
     for d in 0..rank {
         let (lo, hi) = (padding[2 * d], padding[2 * d + 1]);
+        // In i128 so that no attribute value can overflow.
         let dilated = if in_ext[d] == 0 {
             0
         } else {
-            (in_ext[d] as i64 - 1) * base_dil[d] as i64 + 1
+            (in_ext[d] as i128 - 1) * base_dil[d] as i128 + 1
         };
-        let padded = dilated + lo + hi;
-        let span = (window[d] as i64 - 1) * win_dil[d] as i64 + 1;
-        out_ext.push(if padded < span {
+        let padded = dilated + i128::from(lo) + i128::from(hi);
+        let span = (window[d] as i128 - 1) * win_dil[d] as i128 + 1;
+        let size = if padded < span {
             0
         } else {
-            ((padded - span) / strides[d] as i64 + 1) as usize
-        });
+            (padded - span) / strides[d] as i128 + 1
+        };
+        out_ext.push(usize::try_from(size).map_err(|_| cx.invalid("the output is too large"))?);
         pad_lo.push(lo);
     }
     Ok(Geometry {
@@ -115,10 +117,11 @@ impl Geometry {
             for _ in 0..n_out {
                 let mut flat = Some(0usize);
                 for d in 0..rank {
-                    let pos =
-                        (o[d] * self.strides[d] + k[d] * self.win_dil[d]) as i64 - self.pad_lo[d];
-                    let bd = self.base_dil[d] as i64;
-                    if pos < 0 || pos % bd != 0 || pos / bd >= self.in_ext[d] as i64 {
+                    let pos = o[d] as i128 * self.strides[d] as i128
+                        + k[d] as i128 * self.win_dil[d] as i128
+                        - i128::from(self.pad_lo[d]);
+                    let bd = self.base_dil[d] as i128;
+                    if pos < 0 || pos % bd != 0 || pos / bd >= self.in_ext[d] as i128 {
                         flat = None;
                         break;
                     }
@@ -165,7 +168,7 @@ impl<'m> Interp<'m> {
         cx: OpCx<'m>,
     ) -> Result<Vec<Value>, IrError> {
         let n_operands = cx.op.operands.len();
-        if n_operands < 2 || n_operands % 2 != 0 {
+        if n_operands < 2 || !n_operands.is_multiple_of(2) {
             return Err(cx.invalid("needs inputs and as many init values"));
         }
         let n = n_operands / 2;

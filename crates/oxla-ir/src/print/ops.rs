@@ -374,8 +374,11 @@ impl Printer<'_> {
             if n_out != 1 || elementwise_arity(kind).is_some_and(|a| a != n_in) {
                 return false;
             }
-            let _ = write!(self.out, "{name} ");
-            self.write_operands(&op.operands);
+            self.out.push_str(&name);
+            if !op.operands.is_empty() {
+                self.out.push(' ');
+                self.write_operands(&op.operands);
+            }
             self.write_attr_dict_except(&op.attributes, &[]);
             self.write_same_type(op);
             return true;
@@ -686,8 +689,11 @@ impl Printer<'_> {
                 if n_out != 1 {
                     return false;
                 }
-                let _ = write!(self.out, "{name} ");
-                self.write_operands(&op.operands);
+                self.out.push_str(&name);
+                if !op.operands.is_empty() {
+                    self.out.push(' ');
+                    self.write_operands(&op.operands);
+                }
                 self.write_attr_dict_except(&op.attributes, &[]);
                 let _ = write!(self.out, " : {}", self.ty(op.results[0]));
                 true
