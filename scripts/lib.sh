@@ -13,6 +13,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 export PIP_ROOT_USER_ACTION=ignore
 export PIP_NO_INPUT=1
 
+# Fresh CI checkouts gain nothing from incremental compilation, and full debug
+# info makes the debug build slower to compile and link; line tables keep
+# backtraces readable.
+if [ "${CI:-}" = "true" ]; then
+    export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+    export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+    export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+fi
+
 # The Python packages the test suite and the example need.
 OXLA_PY_TEST_DEPS=(
     "jax==0.10.2"

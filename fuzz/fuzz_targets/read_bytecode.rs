@@ -1,5 +1,6 @@
 //! Fuzz target: the MLIR bytecode reader must return `Ok` or `Err` on any input, never panic,
-//! hang or allocate without bound; what it accepts must print without panicking.
+//! hang or allocate without bound; what it accepts must verify (`Ok` or `Err`) and print
+//! without panicking.
 //!
 //! Run with `cargo fuzz run read_bytecode` from the repository root (or `scripts/fuzz.sh`).
 //! Inputs without the bytecode magic get it prepended, so every input reaches the bytecode
@@ -20,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
         oxla_frontend::read_program(&bytes)
     };
     if let Ok(module) = result {
+        let _ = oxla_ir::verifier::verify_module(&module);
         let _ = oxla_ir::print::print_module(&module);
     }
 });

@@ -30,6 +30,12 @@ def initialize():
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path)
     _enable_buffer_donation()
     _enable_persistent_compilation_cache()
+    try:
+        from . import lowerings
+
+        lowerings.register()
+    except Exception as err:  # lowering rules are optional; never block loading
+        logger.debug("oxla linalg lowerings not registered: %s", err)
 
 
 def _enable_buffer_donation():

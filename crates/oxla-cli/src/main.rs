@@ -1,5 +1,7 @@
 //! The `oxla` command line: argument parsing and dispatch to the subcommands.
 
+mod compile;
+mod flags;
 mod inspect;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +31,17 @@ enum Command {
         #[arg(long)]
         locations: bool,
     },
+    /// Compile a program, or replay a crash reproducer (`.oxrepro`), and print `ok` or the
+    /// compile's error (exit status 1). `OXLA_FLAGS` applies.
+    Compile {
+        /// The program file (MLIR bytecode or StableHLO text) or reproducer file.
+        file: PathBuf,
+        /// Extra flags, as in `OXLA_FLAGS` (e.g. "--dump_dir=out --verify_each_pass").
+        #[arg(long, allow_hyphen_values = true)]
+        flags: Option<String>,
+    },
+    /// Print every flag with its type, default and help.
+    Flags,
 }
 
 fn main() -> ExitCode {
@@ -39,6 +52,11 @@ fn main() -> ExitCode {
             json,
             locations,
         } => inspect::run(&file, json, locations),
+        Command::Compile { file, flags } => compile::run(&file, flags.as_deref()),
+        Command::Flags => {
+            flags::run();
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

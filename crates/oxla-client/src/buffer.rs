@@ -126,7 +126,9 @@ impl Buffer {
         let done = Event::new();
         let buffer = Buffer::from_slot(ty.clone(), device.default_memory(), device, slot.clone());
         let job_done = done.clone();
-        device.runtime().pool.spawn(move || {
+        let trace_name = || format!("host_to_device {} to device {}", buffer.ty(), device.id());
+        let pool = &device.runtime().pool;
+        pool.spawn_traced("transfer", trace_name, move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(produce))
                 .unwrap_or_else(|payload| {
                     Err(ClientError::from_panic(
@@ -251,7 +253,9 @@ impl Buffer {
         let slot = self.slot("to host")?;
         let done = Event::new();
         let job_done = done.clone();
-        self.inner.device.runtime().pool.spawn(move || {
+        let trace_name = || format!("device_to_host {}", self.inner.ty);
+        let pool = &self.inner.device.runtime().pool;
+        pool.spawn_traced("transfer", trace_name, move || {
             let result = slot.wait().and_then(|data| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(&data)))
                     .unwrap_or_else(|payload| {
@@ -294,7 +298,15 @@ impl Buffer {
         let src = self.slot("copy")?;
         let dst = Slot::pending();
         let job_dst = dst.clone();
-        self.inner.device.runtime().pool.spawn(move || {
+        let trace_name = || {
+            format!(
+                "device_to_device {} to device {}",
+                self.inner.ty,
+                device.id()
+            )
+        };
+        let pool = &self.inner.device.runtime().pool;
+        pool.spawn_traced("transfer", trace_name, move || {
             // The bytes are immutable, so the copy shares them.
             job_dst.fill(src.wait());
         });
@@ -333,7 +345,14 @@ impl Buffer {
 
     /// The address of the data (waits until it is ready).
     pub fn data_address(&self) -> Result<usize> {
-        Ok(self.data()?.as_ptr() as usize)
+        let start = std::time::Instant::now();
+        let data = self.data()?;
+        if let Some(tracer) = self.inner.device.runtime().pool.tracer() {
+            // JAX reads host-resident buffers in place through this address (zero copy).
+            let name = format!("device_to_host zero-copy {}", self.inner.ty);
+            tracer.record("transfer", name, start, Vec::new());
+        }
+        Ok(data.as_ptr() as usize)
     }
 }
 

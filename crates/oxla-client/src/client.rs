@@ -5,7 +5,9 @@ use crate::device::{Device, Memory, Runtime};
 use crate::error::{ClientError, Result};
 use crate::event::Event;
 use crate::executable::{CompileOptions, Executable, LoadedExecutable};
+use crate::flags::{FlagValue, Flags, FLAGS_ENV};
 use crate::pool::WorkerPool;
+use crate::trace::Tracer;
 use oxla_ir::TensorType;
 use std::sync::Arc;
 
@@ -28,6 +30,8 @@ pub struct ClientOptions {
     pub num_devices: usize,
     /// Worker threads; `None` means one per available core (at least 2).
     pub num_threads: Option<usize>,
+    /// Compile and diagnostics flags (`OXLA_FLAGS`, client create options).
+    pub flags: Flags,
 }
 
 impl Default for ClientOptions {
@@ -35,13 +39,63 @@ impl Default for ClientOptions {
         ClientOptions {
             num_devices: 1,
             num_threads: None,
+            flags: Flags::default(),
         }
     }
 }
 
 impl ClientOptions {
-    /// Defaults overridden by the environment (`OXLA_NUM_DEVICES`).
+    /// Defaults overridden by the environment (`OXLA_NUM_DEVICES`, then `OXLA_FLAGS`).
     pub fn from_env() -> Result<ClientOptions> {
+        let mut options = ClientOptions::from_env_devices()?;
+        if let Ok(text) = std::env::var(FLAGS_ENV) {
+            options.apply_flag_text(&text, FLAGS_ENV)?;
+        }
+        Ok(options)
+    }
+
+    /// Applies flag text (`--opt_level=2 --num_threads=4`), as in `OXLA_FLAGS`.
+    pub fn apply_flag_text(&mut self, text: &str, source: &str) -> Result<()> {
+        for (name, value) in crate::flags::parse_flag_text(text, source)? {
+            self.set_flag(&name, &value, source)?;
+        }
+        Ok(())
+    }
+
+    /// Sets one flag (any in [`crate::flags::FLAGS`], with or without the `oxla_` prefix).
+    pub fn set_flag(&mut self, name: &str, value: &FlagValue, source: &str) -> Result<()> {
+        let bare = name.strip_prefix(crate::flags::FLAG_PREFIX).unwrap_or(name);
+        let int = |value: &FlagValue| -> Result<i64> {
+            match value {
+                FlagValue::Int(n) => Ok(*n),
+                FlagValue::Str(s) => s.trim().parse().map_err(|_| {
+                    ClientError::InvalidArgument(format!(
+                        "flag {bare} in {source} takes an int value, got {s:?}; valid flags: {}",
+                        crate::flags::valid_flags_list()
+                    ))
+                }),
+                FlagValue::Bool(b) => Err(ClientError::InvalidArgument(format!(
+                    "flag {bare} in {source} takes an int value, got {b}; valid flags: {}",
+                    crate::flags::valid_flags_list()
+                ))),
+            }
+        };
+        match bare {
+            "num_devices" => self.set_num_devices(int(value)?),
+            "num_threads" => match usize::try_from(int(value)?) {
+                Ok(n) if (1..=1024).contains(&n) => {
+                    self.num_threads = Some(n);
+                    Ok(())
+                }
+                _ => Err(ClientError::InvalidArgument(format!(
+                    "flag num_threads in {source} must be between 1 and 1024, got {value}"
+                ))),
+            },
+            _ => self.flags.set(name, value, source),
+        }
+    }
+
+    fn from_env_devices() -> Result<ClientOptions> {
         let mut options = ClientOptions::default();
         if let Ok(value) = std::env::var(NUM_DEVICES_ENV) {
             let parsed: i64 = value.trim().parse().map_err(|_| {
@@ -71,6 +125,7 @@ impl ClientOptions {
 struct ClientInner {
     devices: Vec<Device>,
     runtime: Arc<Runtime>,
+    flags: Flags,
 }
 
 /// An oxla client. Cheap to clone; the worker pool stops when the last clone and every
@@ -103,14 +158,30 @@ impl Client {
                 .unwrap_or(2)
                 .max(2)
         });
-        let pool = WorkerPool::new(num_threads)
+        crate::trace::init_logging()?;
+        let tracer = options
+            .flags
+            .trace_path
+            .clone()
+            .map(|p| Arc::new(Tracer::new(p)));
+        let pool = WorkerPool::with_tracer(num_threads, tracer)
             .map_err(|e| ClientError::ResourceExhausted(format!("cannot start workers: {e}")))?;
+        tracing::debug!(
+            num_devices = options.num_devices,
+            num_threads,
+            flags = %options.flags.to_flag_text(),
+            "oxla client created"
+        );
         let runtime = Arc::new(Runtime { pool });
         let devices = (0..options.num_devices)
             .map(|id| Device::new(id as i32, runtime.clone()))
             .collect();
         Ok(Client {
-            inner: Arc::new(ClientInner { devices, runtime }),
+            inner: Arc::new(ClientInner {
+                devices,
+                runtime,
+                flags: options.flags.clone(),
+            }),
         })
     }
 
@@ -127,6 +198,25 @@ impl Client {
     /// The index of this process (always 0).
     pub fn process_index(&self) -> i32 {
         0
+    }
+
+    /// The client's flags (before per-compile overrides).
+    pub fn flags(&self) -> &Flags {
+        &self.inner.flags
+    }
+
+    /// Writes the trace file now (it is also written after each compile, about once a second
+    /// while events arrive, and when the client is dropped). Does nothing without `trace_path`.
+    pub fn flush_trace(&self) -> Result<()> {
+        match self.inner.runtime.pool.tracer() {
+            Some(tracer) => tracer.flush().map_err(|e| {
+                ClientError::ResourceExhausted(format!(
+                    "cannot write trace {}: {e}",
+                    tracer.path().display()
+                ))
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Number of worker threads.
@@ -234,7 +324,9 @@ impl Client {
 
     /// Compiles `program` (MLIR bytecode or StableHLO text) and loads it.
     pub fn compile(&self, program: &[u8], options: CompileOptions) -> Result<LoadedExecutable> {
-        let executable = Executable::compile(program, options)?;
+        let flags = self.inner.flags.for_compile(&options.flags)?;
+        let tracer = self.inner.runtime.pool.tracer().map(|t| &**t);
+        let executable = Executable::compile_with(program, options, &flags, tracer)?;
         self.load(executable)
     }
 
@@ -286,6 +378,26 @@ mod tests {
   return %0 : tensor<2xf32>
 }
 ";
+
+    #[test]
+    fn compile_rejects_a_program_that_fails_verification() {
+        let client = Client::new(&ClientOptions::default()).unwrap();
+        let bad = "func.func public @main(%a: tensor<2xf32>, %b: tensor<3xf32>) -> tensor<2xf32> {
+  %0 = \"stablehlo.add\"(%a, %b) : (tensor<2xf32>, tensor<3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+";
+        let err = client
+            .compile(bad.as_bytes(), CompileOptions::default())
+            .unwrap_err();
+        assert_eq!(err.code(), crate::ErrorCode::InvalidArgument);
+        assert!(err.message().contains("failed verification"), "{err}");
+        assert!(err.message().contains("stablehlo.add at "), "{err}");
+        assert!(
+            err.message().contains("operand shapes [2] and [3] differ"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn options_and_devices() {

@@ -1,15 +1,21 @@
 //! Executables: compiled programs, their metadata, their serialized form, and execution.
 //!
-//! Compiling reads the program with oxla-frontend, checks that the entry function exists, that
+//! Compiling reads the program with oxla-frontend, runs the IR verifier (a malformed program is
+//! an invalid argument listing the broken rules), checks that the entry function exists, that
 //! its signature is static tensors only, and that the evaluator implements every op (an
 //! unsupported op fails here, naming the op and its location). Execution runs the entry function
 //! once per device on the worker pool.
 
 use crate::buffer::{Buffer, Slot};
+use crate::collectives::{Rendezvous, DEFAULT_COLLECTIVE_TIMEOUT};
 use crate::device::{Device, MEMORY_KIND};
+use crate::dump::CompileRun;
 use crate::error::{ClientError, Result};
 use crate::event::Event;
-use oxla_ir::{Attribute, Function, Literal, Module, OpKind, Region, TensorType, Type};
+use crate::flags::{FlagOverrides, Flags};
+use crate::trace::Tracer;
+use oxla_ir::eval::{Collectives, ProcessId};
+use oxla_ir::{Attribute, Function, Literal, Module, Op, Region, TensorType, Type};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -24,6 +30,8 @@ pub struct CompileOptions {
     pub device_assignment: Option<Vec<Vec<i32>>>,
     /// The options as the caller serialized them (kept verbatim for serialization).
     pub serialized: Vec<u8>,
+    /// Per-compile flag overrides (JAX `compiler_options`), validated when compiling.
+    pub flags: FlagOverrides,
 }
 
 impl Default for CompileOptions {
@@ -33,6 +41,7 @@ impl Default for CompileOptions {
             num_partitions: 1,
             device_assignment: None,
             serialized: Vec::new(),
+            flags: FlagOverrides::default(),
         }
     }
 }
@@ -45,9 +54,9 @@ pub const SERIALIZED_MAGIC: &[u8; 8] = b"OXLAEXE\0";
 /// Version of the serialized executable format.
 pub const SERIALIZED_VERSION: u32 = 1;
 
-/// Whether the evaluator implements `kind`.
-fn op_supported(kind: &OpKind) -> bool {
-    oxla_ir::eval::is_supported(kind)
+/// Whether the evaluator implements `op` (for a custom call: its target).
+fn op_supported(op: &Op) -> bool {
+    oxla_ir::eval::is_supported_op(op)
 }
 
 fn check_region(region: &Region) -> Result<()> {
@@ -55,9 +64,13 @@ fn check_region(region: &Region) -> Result<()> {
     while let Some(region) = worklist.pop() {
         for block in &region.blocks {
             for op in &block.ops {
-                if !op_supported(&op.kind) {
+                if !op_supported(op) {
+                    let target = match op.attr("call_target_name") {
+                        Some(Attribute::String(t)) => format!(" (target `{t}`)"),
+                        _ => String::new(),
+                    };
                     return Err(ClientError::Unimplemented(format!(
-                        "op {} at {} is not supported by oxla",
+                        "op {}{target} at {} is not supported by oxla",
                         op.kind.name(),
                         op.location
                     )));
@@ -96,6 +109,10 @@ struct ExecutableInner {
     output_types: Vec<TensorType>,
     donated: Vec<bool>,
     fingerprint: String,
+    /// For a partitioned program: the module with the entry's per-device signature.
+    device_module: Option<Module>,
+    /// Whether the program holds collective ops (device executions must run concurrently).
+    collectives: bool,
 }
 
 /// A compiled program, independent of devices. Cheap to clone.
@@ -120,29 +137,60 @@ fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
 }
 
 impl Executable {
-    /// Compiles `program` (MLIR bytecode or StableHLO text).
+    /// Compiles `program` (MLIR bytecode or StableHLO text) with default flags, then
+    /// `OXLA_ARTIFACT_DIR` and the options' own flag overrides; no trace.
     pub fn compile(program: &[u8], options: CompileOptions) -> Result<Executable> {
+        let flags = Flags::default().for_compile(&options.flags)?;
+        Executable::compile_with(program, options, &flags, None)
+    }
+
+    /// Compiles `program` with `flags` (overrides already applied), recording its phases to
+    /// `tracer`; dumps and crash reproducers follow the flags.
+    pub fn compile_with(
+        program: &[u8],
+        options: CompileOptions,
+        flags: &Flags,
+        tracer: Option<&Tracer>,
+    ) -> Result<Executable> {
+        let mut run = CompileRun::new(program, &options, flags, tracer);
+        let result = Executable::compile_phases(program, options.clone(), &mut run);
+        run.finish(result)
+    }
+
+    fn compile_phases(
+        program: &[u8],
+        options: CompileOptions,
+        run: &mut CompileRun<'_>,
+    ) -> Result<Executable> {
         if options.num_replicas == 0 || options.num_partitions == 0 {
             return Err(ClientError::InvalidArgument(format!(
                 "{} replicas x {} partitions: both must be at least 1",
                 options.num_replicas, options.num_partitions
             )));
         }
-        if options.num_partitions > 1 {
-            return Err(ClientError::Unimplemented(format!(
-                "programs partitioned over {} devices (SPMD) are not supported yet",
-                options.num_partitions
-            )));
-        }
-        let module = oxla_frontend::read_program(program)?;
+        let module = run.phase("read", || Ok(oxla_frontend::read_program(program)?))?;
+        run.set_module_name(module.name.as_deref().unwrap_or("program"));
+        run.ir_after("read", &module);
+        run.phase("verify", || {
+            oxla_ir::verifier::verify_module(&module).map_err(|errors| {
+                ClientError::InvalidArgument(format!(
+                    "program failed verification ({} errors):\n{}",
+                    errors.len(),
+                    errors.summary(20)
+                ))
+            })
+        })?;
         let entry: &Function = module.entry_function().ok_or_else(|| {
             ClientError::InvalidArgument(
                 "program has no entry function (`main` or a single public function)".to_string(),
             )
         })?;
-        for function in &module.functions {
-            check_region(&function.body)?;
-        }
+        run.phase("check", || {
+            module
+                .functions
+                .iter()
+                .try_for_each(|function| check_region(&function.body))
+        })?;
         let input_types = entry
             .ty
             .inputs
@@ -157,6 +205,13 @@ impl Executable {
             .enumerate()
             .map(|(idx, ty)| static_tensor(ty, &format!("result {idx} of @{}", entry.name)))
             .collect::<Result<Vec<_>>>()?;
+        // A partitioned program runs per device on shards: its signature is the shards'.
+        let localized = crate::collectives::localize(&module, entry, options.num_partitions)?;
+        let (input_types, output_types, device_module) = match localized {
+            Some(l) => (l.inputs, l.outputs, Some(l.module)),
+            None => (input_types, output_types, None),
+        };
+        let collectives = crate::collectives::uses_collectives(&module);
         let donated = (0..input_types.len())
             .map(|idx| entry.arg_attrs.get(idx).is_some_and(|a| is_donated(a)))
             .collect();
@@ -174,6 +229,20 @@ impl Executable {
             fnv1a(0xcbf2_9ce4_8422_2325, &hash_input),
             fnv1a(0x6c62_272e_07bb_0142, &hash_input)
         );
+        if run.flags().verify_each_pass {
+            // The verifier always runs after reading; with the flag it also runs after every
+            // later pass group (today none), and on the plan.
+            run.phase("verify-plan", || {
+                oxla_ir::verifier::verify_module(&module).map_err(|errors| {
+                    ClientError::Internal(format!(
+                        "the plan failed verification ({} errors):\n{}",
+                        errors.len(),
+                        errors.summary(20)
+                    ))
+                })
+            })?;
+        }
+        run.plan(&module);
         Ok(Executable {
             inner: Arc::new(ExecutableInner {
                 name,
@@ -185,6 +254,8 @@ impl Executable {
                 output_types,
                 donated,
                 fingerprint,
+                device_module,
+                collectives,
             }),
         })
     }
@@ -235,6 +306,7 @@ impl Executable {
                 num_partitions,
                 device_assignment,
                 serialized,
+                flags: FlagOverrides::default(),
             },
         )
     }
@@ -479,7 +551,28 @@ impl LoadedExecutable {
         }
         let mut outputs = Vec::with_capacity(devices.len());
         let mut completions = Vec::with_capacity(devices.len());
-        for (device, args) in devices.iter().zip(argument_lists) {
+        // Replica and partition ids come from each device's place in the device assignment.
+        let num_partitions = exe.num_partitions().max(1);
+        let processes: Vec<ProcessId> = devices
+            .iter()
+            .map(|device| {
+                let pos = self.inner.devices.iter().position(|d| d == device);
+                let pos = pos.unwrap_or(0);
+                ProcessId {
+                    replica: (pos / num_partitions) as u32,
+                    partition: (pos % num_partitions) as u32,
+                }
+            })
+            .collect();
+        let rendezvous = Rendezvous::new(
+            exe.num_replicas(),
+            num_partitions,
+            processes.clone(),
+            DEFAULT_COLLECTIVE_TIMEOUT,
+        );
+        // Executions that meet in collectives must all run at once: each gets its own thread.
+        let concurrent = devices.len() > 1 && exe.inner.collectives;
+        for ((device, args), &process) in devices.iter().zip(argument_lists).zip(&processes) {
             let mut arg_slots = Vec::with_capacity(args.len());
             for (arg_idx, buffer) in args.iter().enumerate() {
                 let donate = exe.donated_inputs()[arg_idx]
@@ -505,17 +598,20 @@ impl LoadedExecutable {
             let done = Event::new();
             let job_done = done.clone();
             let job_exe = exe.clone();
-            device.runtime().pool.spawn(move || {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_on_worker(&job_exe, &arg_slots)
-                }))
-                .unwrap_or_else(|payload| {
-                    Err(ClientError::from_panic(
-                        &format!("execution of {}", job_exe.name()),
-                        payload.as_ref(),
-                    ))
-                });
+            let trace_name = || format!("execute {} on device {}", exe.name(), device.id());
+            let job_collectives = rendezvous.device(process);
+            let job_rendezvous = rendezvous.clone();
+            let device_id = device.id();
+            let job = move || {
+                let result =
+                    crate::pool::catch_panic(&format!("execution of {}", job_exe.name()), || {
+                        run_on_worker(&job_exe, &arg_slots, &job_collectives)
+                    });
                 drop(arg_slots);
+                match &result {
+                    Ok(_) => job_rendezvous.finish(process),
+                    Err(err) => job_rendezvous.cancel(&format!("device {device_id} failed: {err}")),
+                }
                 match result {
                     Ok(values) => {
                         for (slot, value) in out_slots.iter().zip(values) {
@@ -530,7 +626,20 @@ impl LoadedExecutable {
                         job_done.set(Err(err));
                     }
                 }
-            });
+            };
+            if concurrent {
+                spawn_thread(&format!("oxla-device-{device_id}"), job, |job| {
+                    device
+                        .runtime()
+                        .pool
+                        .spawn_traced("execute", trace_name, job)
+                });
+            } else {
+                device
+                    .runtime()
+                    .pool
+                    .spawn_traced("execute", trace_name, job);
+            }
             outputs.push(out_buffers);
             completions.push(done);
         }
@@ -600,13 +709,44 @@ impl LoadedExecutable {
     }
 }
 
-fn run_on_worker(exe: &Executable, arg_slots: &[Arc<Slot>]) -> Result<Vec<Literal>> {
+/// Runs `job` on a thread of its own; if no thread can be started, hands it to `fallback`.
+fn spawn_thread<F: FnOnce() + Send + 'static>(name: &str, job: F, fallback: impl FnOnce(F)) {
+    let cell = Arc::new(std::sync::Mutex::new(Some(job)));
+    let thread_cell = cell.clone();
+    let spawned = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let job = thread_cell
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+            if let Some(job) = job {
+                job();
+            }
+        });
+    if spawned.is_err() {
+        let job = cell
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(job) = job {
+            fallback(job);
+        }
+    }
+}
+
+fn run_on_worker(
+    exe: &Executable,
+    arg_slots: &[Arc<Slot>],
+    collectives: &dyn Collectives,
+) -> Result<Vec<Literal>> {
     let mut args = Vec::with_capacity(arg_slots.len());
     for (slot, ty) in arg_slots.iter().zip(exe.input_types()) {
         let data = slot.wait()?;
         args.push(Literal::new(ty.clone(), data.to_vec())?);
     }
-    let results = oxla_ir::eval::run_function(exe.module(), exe.entry_name(), &args)?;
+    let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
+    let results = oxla_ir::eval::run_function_with(module, exe.entry_name(), &args, collectives)?;
     if results.len() != exe.num_outputs() {
         return Err(ClientError::Internal(format!(
             "{} returned {} values, its signature has {}",

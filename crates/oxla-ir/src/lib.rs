@@ -15,6 +15,7 @@ pub mod module;
 pub mod ops;
 pub mod print;
 pub mod types;
+pub mod verifier;
 
 pub use attrs::{Attribute, ElementsAttr, NamedAttribute};
 pub use error::{IrError, Result};

@@ -188,6 +188,9 @@ pub struct Module {
     pub attributes: Vec<NamedAttribute>,
     /// Functions in order.
     pub functions: Vec<Function>,
+    /// Module-level ops other than functions (such as `sdy.mesh` declarations), kept verbatim
+    /// as text: oxla does not interpret them, but printing keeps the program valid.
+    pub declarations: Vec<String>,
     /// Source location.
     pub location: Location,
 }

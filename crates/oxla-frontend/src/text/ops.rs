@@ -103,6 +103,16 @@ impl Parser<'_> {
             match self.tok.kind {
                 TokKind::Percent => {
                     operands.push(self.parse_value_use()?);
+                    if kind == OpKind::SdyShardingConstraint && self.at(TokKind::Less) {
+                        // `<@mesh, [{...}]>`: the sharding, kept as the attribute it stands for.
+                        let start = self.tok.start;
+                        self.skip_balanced_angle()?;
+                        let text = &self.lex.src()[start..self.prev_end()];
+                        attributes.push((
+                            "sharding".into(),
+                            Attribute::Opaque(format!("#sdy.sharding{text}")),
+                        ));
+                    }
                     if self.at(TokKind::LSquare) {
                         match kind {
                             OpKind::Slice => self.parse_slice_ranges(&mut attributes)?,

@@ -406,7 +406,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The end offset of the last consumed token (start of trivia before the current one).
-    fn prev_end(&self) -> usize {
+    pub(super) fn prev_end(&self) -> usize {
         let src = self.lex.src().as_bytes();
         let mut end = self.tok.start;
         while end > 0 && src[end - 1].is_ascii_whitespace() {
@@ -1443,6 +1443,20 @@ impl<'a> Parser<'a> {
             if self.at_bare("func.func") {
                 let f = self.parse_func()?;
                 module.functions.push(f);
+            } else if self.at_bare("sdy.mesh") {
+                // `sdy.mesh @name = <...> {attrs}`: a device mesh that sharding annotations
+                // name; kept verbatim (without its location) so printing stays valid.
+                let start = self.tok.start;
+                self.bump()?;
+                self.parse_symbol()?;
+                self.expect(TokKind::Equal, "'=' of an sdy.mesh")?;
+                self.skip_balanced_angle()?;
+                if self.at(TokKind::LBrace) {
+                    self.parse_attr_dict()?;
+                }
+                let text = self.lex.src()[start..self.prev_end()].to_string();
+                module.declarations.push(text);
+                self.parse_opt_loc()?;
             } else if self.at(TokKind::Eof) {
                 return Err(self.expected("'}' closing the module"));
             } else {

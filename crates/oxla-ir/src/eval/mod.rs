@@ -22,9 +22,11 @@ mod shape;
 mod special;
 // Ops with regions or heavier numerics: sort, gather/scatter, windows, conv, rng, linalg, fft.
 mod body;
+mod collective;
 mod conv;
 mod fft;
 mod gather_scatter;
+mod lapack;
 mod linalg;
 mod rng;
 mod sort;
@@ -36,6 +38,10 @@ mod topk;
 mod window;
 
 use crate::{Block, Function, IrError, Literal, Module, Op, OpKind, Region, Type, ValueId};
+pub use collective::{
+    is_collective, is_manual_computation, sharding_call_target, Collectives, Exchange, ProcessId,
+    SingleDevice,
+};
 use context::OpCx;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -56,6 +62,17 @@ pub fn run_function(
     module: &Module,
     name: &str,
     args: &[Literal],
+) -> Result<Vec<Literal>, IrError> {
+    run_function_with(module, name, args, &SingleDevice)
+}
+
+/// Like [`run_function`], as process [`Collectives::process`] of a launch over several
+/// devices: collective ops communicate through `collectives`.
+pub fn run_function_with(
+    module: &Module,
+    name: &str,
+    args: &[Literal],
+    collectives: &dyn Collectives,
 ) -> Result<Vec<Literal>, IrError> {
     let func = module.function(name).ok_or_else(|| IrError::Eval {
         detail: format!("no function named `{name}` in the module"),
@@ -97,7 +114,7 @@ pub fn run_function(
             });
         }
     }
-    let mut interp = Interp::new(module);
+    let mut interp = Interp::new(module, collectives);
     let values = args.iter().cloned().map(Value::Tensor).collect();
     let results = interp.call(func, values)?;
     results
@@ -110,6 +127,16 @@ pub fn run_function(
             }),
         })
         .collect()
+}
+
+/// True for every op the evaluator implements: [`is_supported`] for its kind, and for
+/// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
+/// cpu lowering rules call).
+pub fn is_supported_op(op: &Op) -> bool {
+    match op.kind {
+        OpKind::CustomCall => lapack::supports(op) || sharding_call_target(op).is_some(),
+        ref kind => is_supported(kind),
+    }
 }
 
 /// True for every op kind the evaluator implements.
@@ -155,6 +182,8 @@ pub fn is_supported(kind: &OpKind) -> bool {
                 | K::Case
         )
         || body::handles(kind)
+        || collective::handles(kind)
+        || collective::is_region_return(kind)
 }
 
 /// Per block: which values to free after each op.
@@ -167,6 +196,9 @@ struct Interp<'m> {
     module: &'m Module,
     depth: usize,
     liveness: HashMap<usize, Rc<BlockLiveness>>,
+    collectives: &'m dyn Collectives,
+    /// Collective ops executed so far (see [`Exchange::sequence`]).
+    collective_sequence: u64,
 }
 
 /// One function activation: the function and its value table.
@@ -214,11 +246,13 @@ fn compute_liveness(block: &Block) -> BlockLiveness {
 }
 
 impl<'m> Interp<'m> {
-    fn new(module: &'m Module) -> Interp<'m> {
+    fn new(module: &'m Module, collectives: &'m dyn Collectives) -> Interp<'m> {
         Interp {
             module,
             depth: 0,
             liveness: HashMap::new(),
+            collectives,
+            collective_sequence: 0,
         }
     }
 
@@ -296,7 +330,9 @@ impl<'m> Interp<'m> {
         }
         let live = self.block_liveness(block);
         for (i, op) in block.ops.iter().enumerate() {
-            if matches!(op.kind, OpKind::FuncReturn | OpKind::Return) {
+            if matches!(op.kind, OpKind::FuncReturn | OpKind::Return)
+                || collective::is_region_return(&op.kind)
+            {
                 return Ok(take_operands(frame, op, &live.frees[i]));
             }
             self.exec_op(frame, op)?;
@@ -323,7 +359,22 @@ impl<'m> Interp<'m> {
             K::Case => self.exec_case(frame, cx)?,
             K::Call => self.exec_call(frame, cx)?,
             K::Reduce => self.exec_reduce(frame, cx)?,
+            K::CustomCall if sharding_call_target(op).is_some() => {
+                self.exec_collective(frame, cx)?
+            }
+            K::CustomCall => {
+                let args = op
+                    .operands
+                    .iter()
+                    .map(|&id| tensor_operand(frame, cx, id))
+                    .collect::<Result<Vec<_>, _>>()?;
+                lapack::custom_call(cx, &args)?
+                    .into_iter()
+                    .map(Value::Tensor)
+                    .collect()
+            }
             k if body::handles(k) => self.exec_body_op(frame, cx)?,
+            k if collective::handles(k) => self.exec_collective(frame, cx)?,
             K::Tuple => vec![Value::Tuple(
                 op.operands
                     .iter()

@@ -44,6 +44,9 @@ pub fn print_module_with(module: &Module, options: PrintOptions) -> String {
         write_dict(&mut out, &module.attributes);
     }
     out.push_str(" {\n");
+    for declaration in &module.declarations {
+        let _ = writeln!(out, "  {declaration}");
+    }
     for function in &module.functions {
         let mut printer = Printer::new(function, options);
         printer.print_function(1);

@@ -25,10 +25,10 @@
 //! # Per-op invariants
 //!
 //! Each known op is checked against the "Constraints" of its StableHLO spec entry, as far as
-//! [`rules`] and [`compute`] implement them: operand and result counts, operand and result
+//! `rules.rs` and `compute.rs` implement them: operand and result counts, operand and result
 //! types (ranks, shapes, element types), required attributes and their ranges, and the
 //! signatures of nested regions. A [`crate::DYNAMIC`] extent is compatible with any extent.
-//! The module docs of [`rules`] and [`compute`] list the ops and rules.
+//! The module docs of `rules.rs` and `compute.rs` list the ops and rules.
 //!
 //! # Not checked
 //!
@@ -36,8 +36,14 @@
 //!   unsupported. Their operands are still checked for dominance.
 //! - Per-op rules of an op that has an operand or result of opaque type (quantized types),
 //!   which oxla does not support anyway.
-//! - Ops the rules do not cover (collectives, host communication, custom calls, most CHLO
-//!   ops beyond shape agreement) are only checked structurally.
+//! - Ops the rules do not cover (collectives, host communication, custom calls, composites,
+//!   RNG, FFT, batch norm, dynamic-shape ops, most CHLO ops beyond shape agreement) are only
+//!   checked structurally.
+//! - Attributes the rules do not read (`precision_config`, `compare_type`, layouts,
+//!   frontend attributes) and the element-type pairing of mixed-precision ops
+//!   (`dot_general`, `convolution`, `convert`).
+//! - Types and locations are compared and printed with their derived, recursive
+//!   implementations; the reader bounds their nesting.
 
 mod compute;
 mod rules;
@@ -365,7 +371,9 @@ impl<'a> Walker<'a, '_> {
                 Terminator::FuncReturn => "may only end a region of a StableHLO op",
                 _ => "may only end a function body",
             }),
-            OpKind::FuncReturn | OpKind::Return if !is_last => Some("must be the last op of its block"),
+            OpKind::FuncReturn | OpKind::Return if !is_last => {
+                Some("must be the last op of its block")
+            }
             _ => None,
         };
         if let Some(message) = misplaced {
@@ -386,10 +394,9 @@ impl<'a> Walker<'a, '_> {
     fn empty_block(&mut self, terminator: Terminator, parent: Option<&Op>) {
         match (terminator, parent) {
             (Terminator::Any, _) => {}
-            (_, Some(op)) => self.op_error(
-                op,
-                "a region is empty; it must end with stablehlo.return",
-            ),
+            (_, Some(op)) => {
+                self.op_error(op, "a region is empty; it must end with stablehlo.return")
+            }
             (_, None) => self.errors.push(function_error(
                 self.function,
                 "the function body is empty; it must end with func.return",

@@ -3,7 +3,7 @@
 use super::convert;
 use super::entry::entry_point;
 use super::handles::*;
-use oxla_client::{Client, ClientError, ClientOptions, Result};
+use oxla_client::{Client, ClientError, ClientOptions, FlagValue, Result};
 use pjrt_sys::*;
 use std::ffi::c_char;
 use std::sync::OnceLock;
@@ -87,29 +87,43 @@ entry_point!(
     }
 );
 
-/// Reads the client create options (`num_devices`, int64) over the environment's defaults.
+/// Reads the client create options (every oxla flag, e.g. `num_devices` as int64 or
+/// `dump_dir` as a string) over the environment's defaults (`OXLA_NUM_DEVICES`, `OXLA_FLAGS`).
 fn client_options(values: &[PJRT_NamedValue]) -> Result<ClientOptions> {
     let mut options = ClientOptions::from_env()?;
     for value in values {
         // SAFETY: PJRT named values carry `name_size` bytes at `name`.
         let name = unsafe { convert::str(value.name, value.name_size, "option name") }?;
-        match name {
-            "num_devices" => {
-                if value.type_ != PJRT_NamedValue_Type_PJRT_NamedValue_kInt64 {
-                    return Err(ClientError::InvalidArgument(
-                        "option num_devices must be an int64".to_string(),
-                    ));
-                }
+        let flag_value = match value.type_ {
+            PJRT_NamedValue_Type_PJRT_NamedValue_kInt64 => {
                 // SAFETY: the type tag says the union holds `int64_value`.
                 let n = unsafe { value.__bindgen_anon_1.int64_value };
-                options.set_num_devices(n)?;
+                FlagValue::Int(n)
             }
-            other => {
+            PJRT_NamedValue_Type_PJRT_NamedValue_kBool => {
+                // SAFETY: the type tag says the union holds `bool_value`.
+                let b = unsafe { value.__bindgen_anon_1.bool_value };
+                FlagValue::Bool(b)
+            }
+            PJRT_NamedValue_Type_PJRT_NamedValue_kString => {
+                // SAFETY: the type tag says the union holds `string_value`, `value_size` bytes.
+                let text = unsafe {
+                    convert::str(
+                        value.__bindgen_anon_1.string_value,
+                        value.value_size,
+                        "option value",
+                    )
+                }?;
+                FlagValue::Str(text.to_string())
+            }
+            _ => {
                 return Err(ClientError::InvalidArgument(format!(
-                    "unknown client option {other:?} (oxla knows num_devices)"
+                    "client option {name:?} must be an int64, bool or string; valid options: {}",
+                    oxla_client::flags::valid_flags_list()
                 )))
             }
-        }
+        };
+        options.set_flag(name, &flag_value, "client create options")?;
     }
     Ok(options)
 }

@@ -8,9 +8,10 @@ use super::event;
 use super::handles::*;
 use super::types;
 use oxla_client::{
-    Buffer, ClientError, CompileOptions, Executable, ExecuteOptions, LoadedExecutable, Result,
-    PROGRAM_FORMAT,
+    Buffer, ClientError, ClientOptions, CompileOptions, Executable, ExecuteOptions, FlagOverrides,
+    FlagValue, LoadedExecutable, Result, PROGRAM_FORMAT,
 };
+use pjrt_sys::protos::xla::option_override_proto::Value as OverrideValue;
 use pjrt_sys::protos::xla::CompileOptionsProto;
 use pjrt_sys::*;
 use prost::Message;
@@ -20,6 +21,21 @@ pub(crate) fn parse_compile_options(bytes: &[u8]) -> Result<CompileOptions> {
     let proto = CompileOptionsProto::decode(bytes).map_err(|e| {
         ClientError::InvalidArgument(format!("compile_options is not a CompileOptionsProto: {e}"))
     })?;
+    // JAX's `compiler_options` arrive here; every key must be an oxla flag (with or without
+    // the `oxla_` prefix), checked when the compile starts. Sorted, so the order is stable.
+    let mut flags = FlagOverrides::new();
+    let mut overrides: Vec<_> = proto.env_option_overrides.iter().collect();
+    overrides.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, value) in overrides {
+        let value = match &value.value {
+            Some(OverrideValue::StringField(s)) => FlagValue::Str(s.clone()),
+            Some(OverrideValue::BoolField(b)) => FlagValue::Bool(*b),
+            Some(OverrideValue::IntField(n)) => FlagValue::Int(*n),
+            Some(OverrideValue::DoubleField(d)) => FlagValue::Str(d.to_string()),
+            None => FlagValue::Str(String::new()),
+        };
+        flags.push(name.clone(), value);
+    }
     let build = proto.executable_build_options.unwrap_or_default();
     let count = |n: i64, what: &str| -> Result<usize> {
         match n {
@@ -65,6 +81,7 @@ pub(crate) fn parse_compile_options(bytes: &[u8]) -> Result<CompileOptions> {
         num_partitions,
         device_assignment,
         serialized: bytes.to_vec(),
+        flags,
     })
 }
 
@@ -176,7 +193,11 @@ entry_point!(PJRT_Compile, PJRT_Compile_Args, |args| {
         args.compile_options,
         args.compile_options_size,
     )?)?;
-    args.executable = executable_handle(Executable::compile(code, options)?)?;
+    // No client here: the flags come from the environment (`OXLA_FLAGS`) and the options.
+    let flags = ClientOptions::from_env()?
+        .flags
+        .for_compile(&options.flags)?;
+    args.executable = executable_handle(Executable::compile_with(code, options, &flags, None)?)?;
     Ok(())
 });
 

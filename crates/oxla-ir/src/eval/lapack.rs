@@ -1,0 +1,2531 @@
+//! The `lapack_*_ffi` custom calls that JAX's cpu lowering rules emit for linear algebra.
+//!
+//! JAX lowers `cholesky`, `lu`, `qr`, `eigh` and `svd` for its cpu platform to typed-FFI
+//! custom calls named after the LAPACK routine (`lapack_spotrf_ffi`, `lapack_zgesdd_ffi`,
+//! ...) and post-processes their outputs: packed factors, 1-based pivots, Householder scalars,
+//! an `info` code per matrix. The oxla Python package installs those cpu rules for oxla, so
+//! this module implements the targets with the outputs LAPACK defines.
+//!
+//! Matrices are read and written as logical (row-major) tensors: the column-major
+//! `operand_layouts`/`result_layouts` JAX attaches only describe the physical buffers of a
+//! LAPACK call, not the values. Leading dimensions are batch dimensions. Every routine
+//! computes in `complex<f64>` whatever the element type (real data stays real: every
+//! operation on it keeps a zero imaginary part) and rounds once to the result type.
+//! Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode` as `ui8`
+//! characters).
+
+use super::context::OpCx;
+use super::convert::convert_array;
+use super::element::{decode, encode, Array};
+use crate::{Attribute, ElementType, IrError, Literal, Op, TensorType};
+use num_complex::Complex64;
+
+type C = Complex64;
+
+const ZERO: C = C::new(0.0, 0.0);
+const ONE: C = C::new(1.0, 0.0);
+
+/// Most Jacobi sweeps before giving up (they converge quadratically, in well under 20).
+const MAX_SWEEPS: usize = 80;
+
+/// The LAPACK routines implemented here (the target name without type letter and `_ffi`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Routine {
+    Potrf,
+    Getrf,
+    Geqrf,
+    Orgqr,
+    Syevd,
+    Gesdd,
+    Gehrd,
+    Geev,
+    Gees,
+    Geqp3,
+    Sytrd,
+}
+
+/// Splits `lapack_<t><routine>_ffi` into its element type and routine.
+fn parse_target(target: &str) -> Option<(ElementType, Routine)> {
+    let rest = target.strip_prefix("lapack_")?.strip_suffix("_ffi")?;
+    let mut chars = rest.chars();
+    let letter = chars.next()?;
+    let name = chars.as_str();
+    let et = match letter {
+        's' => ElementType::F32,
+        'd' => ElementType::F64,
+        'c' => ElementType::C64,
+        'z' => ElementType::C128,
+        _ => return None,
+    };
+    let complex = matches!(letter, 'c' | 'z');
+    let routine = match name {
+        "potrf" => Routine::Potrf,
+        "getrf" => Routine::Getrf,
+        "geqrf" => Routine::Geqrf,
+        "orgqr" if !complex => Routine::Orgqr,
+        "ungqr" if complex => Routine::Orgqr,
+        "syevd" if !complex => Routine::Syevd,
+        "heevd" if complex => Routine::Syevd,
+        "gesdd" => Routine::Gesdd,
+        "gehrd" => Routine::Gehrd,
+        "geev" => Routine::Geev,
+        "gees" => Routine::Gees,
+        "geqp3" => Routine::Geqp3,
+        "sytrd" if !complex => Routine::Sytrd,
+        "hetrd" if complex => Routine::Sytrd,
+        _ => return None,
+    };
+    Some((et, routine))
+}
+
+/// The custom-call target of `op`, if it names one.
+fn target_of(op: &Op) -> Option<&str> {
+    match op.attr("call_target_name") {
+        Some(Attribute::String(s)) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+/// Whether `op` is a custom call this module implements.
+pub(crate) fn supports(op: &Op) -> bool {
+    target_of(op).and_then(parse_target).is_some()
+}
+
+/// A `ui8`/integer attribute of the backend config: `mhlo.backend_config` as a dictionary
+/// (or its printed form), or `backend_config` when it is a dictionary.
+fn config_int(cx: OpCx<'_>, name: &str) -> Result<Option<i64>, IrError> {
+    for holder in ["mhlo.backend_config", "backend_config"] {
+        match cx.op.attr(holder) {
+            Some(Attribute::Dictionary(entries)) => {
+                if let Some((_, value)) = entries.iter().find(|(n, _)| n == name) {
+                    return value
+                        .as_int()
+                        .and_then(|v| i64::try_from(v).ok())
+                        .map(Some)
+                        .ok_or_else(|| {
+                            cx.invalid(format!("backend config `{name}` is not an integer"))
+                        });
+                }
+            }
+            Some(Attribute::Opaque(text)) => {
+                if let Some(v) = opaque_int(text, name) {
+                    return Ok(Some(v));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Reads `name = 85 : ui8` out of a printed dictionary `{mode = 85 : ui8, uplo = 76 : ui8}`.
+fn opaque_int(text: &str, name: &str) -> Option<i64> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    inner.split(',').find_map(|entry| {
+        let (key, value) = entry.split_once('=')?;
+        if key.trim().trim_matches('"') != name {
+            return None;
+        }
+        let number = value.split(':').next()?.trim();
+        number.parse::<i64>().ok()
+    })
+}
+
+/// A character attribute (`uplo`, `mode`), with `default` when absent.
+fn config_char(cx: OpCx<'_>, name: &str, default: char, allowed: &str) -> Result<char, IrError> {
+    let c = match config_int(cx, name)? {
+        None => default,
+        Some(v) => u8::try_from(v)
+            .map(char::from)
+            .map_err(|_| cx.invalid(format!("backend config `{name}` = {v} is not a character")))?,
+    };
+    if !allowed.contains(c) {
+        return Err(cx.invalid(format!(
+            "backend config `{name}` = '{c}' is not one of \"{allowed}\""
+        )));
+    }
+    Ok(c)
+}
+
+/// Decodes a float or complex literal into `complex<f64>`.
+fn to_complex(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<C>, IrError> {
+    match convert_array(&decode(lit), ElementType::C128) {
+        Array::C128(v) => Ok(v),
+        _ => Err(cx.invalid("internal: complex conversion failed")),
+    }
+}
+
+/// Encodes `values` as a literal of `ty`, rounding once.
+fn from_complex(values: Vec<C>, ty: &TensorType) -> Result<Literal, IrError> {
+    encode(
+        &convert_array(&Array::C128(values), ty.element_type),
+        ty.clone(),
+    )
+}
+
+fn from_i32(values: Vec<i32>, ty: &TensorType) -> Result<Literal, IrError> {
+    encode(&Array::S32(values), ty.clone())
+}
+
+/// The real type of the same precision as `et`.
+fn real_of(et: ElementType) -> ElementType {
+    match et {
+        ElementType::C64 => ElementType::F32,
+        ElementType::C128 => ElementType::F64,
+        other => other,
+    }
+}
+
+/// Checks that result `i` has `shape` and element type `et`, and returns its type.
+fn expect_result<'a>(
+    cx: OpCx<'a>,
+    i: usize,
+    shape: &[i64],
+    et: ElementType,
+) -> Result<&'a TensorType, IrError> {
+    let ty = cx.result_tensor(i)?;
+    if ty.shape != shape || ty.element_type != et {
+        return Err(cx.invalid(format!(
+            "result {i} must be tensor<{}{et}>, got {ty}",
+            shape.iter().map(|d| format!("{d}x")).collect::<String>()
+        )));
+    }
+    Ok(ty)
+}
+
+/// `shape[..r-2]`, the batch count and the matrix dimensions of a `[..., m, n]` operand.
+fn matrix_dims(cx: OpCx<'_>, ty: &TensorType) -> Result<(Vec<i64>, usize, usize, usize), IrError> {
+    let r = ty.rank();
+    if r < 2 || !ty.is_static() {
+        return Err(cx.invalid(format!("{ty} is not a static batch of matrices")));
+    }
+    let batch_dims = ty.shape[..r - 2].to_vec();
+    let batch = batch_dims.iter().map(|&d| d.max(0) as usize).product();
+    Ok((
+        batch_dims,
+        batch,
+        ty.shape[r - 2].max(0) as usize,
+        ty.shape[r - 1].max(0) as usize,
+    ))
+}
+
+fn with(dims: &[i64], tail: &[usize]) -> Vec<i64> {
+    dims.iter()
+        .copied()
+        .chain(tail.iter().map(|&d| d as i64))
+        .collect()
+}
+
+/// Evaluates a `stablehlo.custom_call` whose target is one of the LAPACK routines.
+pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
+    let target = target_of(cx.op).ok_or_else(|| cx.invalid("missing `call_target_name`"))?;
+    let (et, routine) = parse_target(target).ok_or_else(|| {
+        cx.unsupported(format!("custom call target `{target}` is not implemented"))
+    })?;
+    let operands = if matches!(routine, Routine::Orgqr | Routine::Geqp3) {
+        2
+    } else {
+        1
+    };
+    cx.expect_operands(operands)?;
+    let a = args[0];
+    if a.ty.element_type != et {
+        return Err(cx.invalid(format!("`{target}` takes {et} matrices, got {}", a.ty)));
+    }
+    let (batch_dims, batch, m, n) = matrix_dims(cx, &a.ty)?;
+    let values = to_complex(cx, a)?;
+    match routine {
+        Routine::Potrf => potrf_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Getrf => getrf_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Geqrf => geqrf_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Orgqr => orgqr_call(cx, &values, args[1], &batch_dims, batch, m, n, et),
+        Routine::Syevd => syevd_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Gesdd => gesdd_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Gehrd => gehrd_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Geev => geev_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Gees => gees_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Geqp3 => geqp3_call(cx, &values, args[1], &batch_dims, batch, m, n, et),
+        Routine::Sytrd => sytrd_call(cx, &values, &batch_dims, batch, m, n, et),
+    }
+}
+
+fn potrf_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(2)?;
+    if m != n {
+        return Err(cx.invalid("potrf needs square matrices"));
+    }
+    let lower = config_char(cx, "uplo", 'L', "LU")? == 'L';
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
+    let info_ty = expect_result(cx, 1, batch_dims, ElementType::S32)?;
+    let mut out = values.to_vec();
+    let mut infos = Vec::with_capacity(batch);
+    for b in 0..batch {
+        infos.push(potrf(&mut out[b * n * n..(b + 1) * n * n], n, lower));
+    }
+    Ok(vec![from_complex(out, a_ty)?, from_i32(infos, info_ty)?])
+}
+
+fn getrf_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(3)?;
+    let k = m.min(n);
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
+    let piv_ty = expect_result(cx, 1, &with(batch_dims, &[k]), ElementType::S32)?;
+    let info_ty = expect_result(cx, 2, batch_dims, ElementType::S32)?;
+    let mut out = values.to_vec();
+    let mut pivots = Vec::with_capacity(batch * k);
+    let mut infos = Vec::with_capacity(batch);
+    for b in 0..batch {
+        let (piv, info) = getrf(&mut out[b * m * n..(b + 1) * m * n], m, n);
+        pivots.extend(piv);
+        infos.push(info);
+    }
+    Ok(vec![
+        from_complex(out, a_ty)?,
+        from_i32(pivots, piv_ty)?,
+        from_i32(infos, info_ty)?,
+    ])
+}
+
+fn geqrf_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(2)?;
+    let k = m.min(n);
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
+    let tau_ty = expect_result(cx, 1, &with(batch_dims, &[k]), et)?;
+    let mut out = values.to_vec();
+    let mut taus = Vec::with_capacity(batch * k);
+    for b in 0..batch {
+        taus.extend(geqrf(&mut out[b * m * n..(b + 1) * m * n], m, n));
+    }
+    Ok(vec![from_complex(out, a_ty)?, from_complex(taus, tau_ty)?])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn orgqr_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    taus: &Literal,
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(1)?;
+    let r = taus.ty.rank();
+    if taus.ty.element_type != et
+        || r != batch_dims.len() + 1
+        || taus.ty.shape[..r - 1] != *batch_dims
+    {
+        return Err(cx.invalid(format!(
+            "the Householder scalars must be {et} with the batch dimensions {batch_dims:?} plus one, got {}",
+            taus.ty
+        )));
+    }
+    let k = taus.ty.shape[r - 1].max(0) as usize;
+    if m < n || k > n {
+        return Err(cx.invalid(format!(
+            "orgqr needs rows >= columns >= reflectors, got {m}x{n} with {k}"
+        )));
+    }
+    let out_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
+    let tau_values = to_complex(cx, taus)?;
+    let mut out = Vec::with_capacity(batch * m * n);
+    for b in 0..batch {
+        out.extend(orgqr(
+            &values[b * m * n..(b + 1) * m * n],
+            &tau_values[b * k..(b + 1) * k],
+            m,
+            n,
+        ));
+    }
+    Ok(vec![from_complex(out, out_ty)?])
+}
+
+fn syevd_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(3)?;
+    if m != n {
+        return Err(cx.invalid("syevd needs square matrices"));
+    }
+    let lower = config_char(cx, "uplo", 'L', "LU")? == 'L';
+    let vectors = config_char(cx, "mode", 'V', "VN")? == 'V';
+    let v_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
+    let w_ty = expect_result(cx, 1, &with(batch_dims, &[n]), real_of(et))?;
+    let info_ty = expect_result(cx, 2, batch_dims, ElementType::S32)?;
+    let mut vs = Vec::with_capacity(batch * n * n);
+    let mut ws = Vec::with_capacity(batch * n);
+    for b in 0..batch {
+        let (w, v) = eigh(&values[b * n * n..(b + 1) * n * n], n, lower);
+        ws.extend(w.into_iter().map(|x| C::new(x, 0.0)));
+        if vectors {
+            vs.extend(v);
+        } else {
+            vs.extend_from_slice(&values[b * n * n..(b + 1) * n * n]);
+        }
+    }
+    Ok(vec![
+        from_complex(vs, v_ty)?,
+        from_complex(ws, w_ty)?,
+        from_i32(vec![0; batch], info_ty)?,
+    ])
+}
+
+fn gesdd_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(5)?;
+    let mode = config_char(cx, "mode", 'A', "ASN")?;
+    let k = m.min(n);
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
+    let s_ty = expect_result(cx, 1, &with(batch_dims, &[k]), real_of(et))?;
+    // Without vectors, the U and Vt buffers are placeholders of JAX's choosing.
+    let (u_ty, vt_ty) = (cx.result_tensor(2)?, cx.result_tensor(3)?);
+    let (u_cols, vt_rows) = match mode {
+        'A' => (m, n),
+        'S' => (k, k),
+        _ => (0, 0),
+    };
+    if mode != 'N' {
+        expect_result(cx, 2, &with(batch_dims, &[m, u_cols]), et)?;
+        expect_result(cx, 3, &with(batch_dims, &[vt_rows, n]), et)?;
+    }
+    let info_ty = expect_result(cx, 4, batch_dims, ElementType::S32)?;
+    let u_len = u_ty.num_elements().unwrap_or(0);
+    let vt_len = vt_ty.num_elements().unwrap_or(0);
+    let mut ss = Vec::with_capacity(batch * k);
+    let mut us = Vec::with_capacity(u_len);
+    let mut vts = Vec::with_capacity(vt_len);
+    for b in 0..batch {
+        let (s, u, v) = svd(&values[b * m * n..(b + 1) * m * n], m, n);
+        ss.extend(s.into_iter().map(|x| C::new(x, 0.0)));
+        if mode == 'N' {
+            continue;
+        }
+        for i in 0..m {
+            us.extend_from_slice(&u[i * m..i * m + u_cols]);
+        }
+        for i in 0..vt_rows {
+            vts.extend((0..n).map(|j| v[j * n + i].conj()));
+        }
+    }
+    if mode == 'N' {
+        us = vec![ZERO; u_len];
+        vts = vec![ZERO; vt_len];
+    }
+    Ok(vec![
+        from_complex(values.to_vec(), a_ty)?,
+        from_complex(ss, s_ty)?,
+        from_complex(us, u_ty)?,
+        from_complex(vts, vt_ty)?,
+        from_i32(vec![0; batch], info_ty)?,
+    ])
+}
+
+fn gehrd_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(3)?;
+    if m != n {
+        return Err(cx.invalid("gehrd needs square matrices"));
+    }
+    let low = config_int(cx, "low")?.unwrap_or(1);
+    let high = config_int(cx, "high")?.unwrap_or(n as i64);
+    if low != 1 || high != n as i64 {
+        return Err(cx.unsupported(format!(
+            "gehrd with low = {low}, high = {high} (only 1 and {n} are implemented)"
+        )));
+    }
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
+    let tau_ty = expect_result(cx, 1, &with(batch_dims, &[n.saturating_sub(1)]), et)?;
+    let info_ty = expect_result(cx, 2, batch_dims, ElementType::S32)?;
+    let mut out = values.to_vec();
+    let mut taus = Vec::with_capacity(batch * n);
+    for b in 0..batch {
+        taus.extend(gehrd(&mut out[b * n * n..(b + 1) * n * n], n));
+    }
+    Ok(vec![
+        from_complex(out, a_ty)?,
+        from_complex(taus, tau_ty)?,
+        from_i32(vec![0; batch], info_ty)?,
+    ])
+}
+
+/// The complex type of the same precision as `et`.
+fn complex_of(et: ElementType) -> ElementType {
+    match et {
+        ElementType::F32 => ElementType::C64,
+        ElementType::F64 => ElementType::C128,
+        other => other,
+    }
+}
+
+fn geev_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    let real = !et.is_complex();
+    cx.expect_results(if real { 5 } else { 4 })?;
+    if m != n {
+        return Err(cx.invalid("geev needs square matrices"));
+    }
+    let left = config_char(cx, "compute_left", 'N', "VN")? == 'V';
+    let right = config_char(cx, "compute_right", 'N', "VN")? == 'V';
+    let mut tys = Vec::new();
+    let w_count = if real { 2 } else { 1 };
+    for i in 0..w_count {
+        tys.push(expect_result(cx, i, &with(batch_dims, &[n]), et)?);
+    }
+    let v_shape = with(batch_dims, &[n, n]);
+    let vl_ty = expect_result(cx, w_count, &v_shape, complex_of(et))?;
+    let vr_ty = expect_result(cx, w_count + 1, &v_shape, complex_of(et))?;
+    let info_ty = expect_result(cx, w_count + 2, batch_dims, ElementType::S32)?;
+    let (mut ws, mut vls, mut vrs, mut infos) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batch {
+        let (w, vl, vr, info) = geev(&values[b * n * n..(b + 1) * n * n], n, real);
+        ws.extend(w);
+        vls.extend(if left { vl } else { vec![ZERO; n * n] });
+        vrs.extend(if right { vr } else { vec![ZERO; n * n] });
+        infos.push(info);
+    }
+    let mut out = Vec::new();
+    if real {
+        out.push(from_complex(
+            ws.iter().map(|w| C::new(w.re, 0.0)).collect(),
+            tys[0],
+        )?);
+        out.push(from_complex(
+            ws.iter().map(|w| C::new(w.im, 0.0)).collect(),
+            tys[1],
+        )?);
+    } else {
+        out.push(from_complex(ws, tys[0])?);
+    }
+    out.push(from_complex(vls, vl_ty)?);
+    out.push(from_complex(vrs, vr_ty)?);
+    out.push(from_i32(infos, info_ty)?);
+    Ok(out)
+}
+
+fn gees_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(if et.is_complex() { 5 } else { 6 })?;
+    if m != n {
+        return Err(cx.invalid("gees needs square matrices"));
+    }
+    let vectors = config_char(cx, "mode", 'V', "VN")? == 'V';
+    if config_char(cx, "sort", 'N', "NS")? != 'N' {
+        return Err(cx.unsupported("gees with sorted eigenvalues"));
+    }
+    let real = !et.is_complex();
+    let shape = with(batch_dims, &[n, n]);
+    let t_ty = expect_result(cx, 0, &shape, et)?;
+    let z_ty = expect_result(cx, 1, &shape, et)?;
+    let w_count = if real { 2 } else { 1 };
+    let mut w_tys = Vec::new();
+    for i in 0..w_count {
+        w_tys.push(expect_result(cx, 2 + i, &with(batch_dims, &[n]), et)?);
+    }
+    let sdim_ty = expect_result(cx, 2 + w_count, batch_dims, ElementType::S32)?;
+    let info_ty = expect_result(cx, 3 + w_count, batch_dims, ElementType::S32)?;
+    let (mut ts, mut zs, mut ws, mut infos) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batch {
+        let m = &values[b * n * n..(b + 1) * n * n];
+        let (t, z, w, info) = if real {
+            let re: Vec<f64> = m.iter().map(|x| x.re).collect();
+            let (t, z, w, info) = real_schur(&re, n);
+            let lift = |v: Vec<f64>| v.into_iter().map(|x| C::new(x, 0.0)).collect::<Vec<_>>();
+            (lift(t), lift(z), w, info)
+        } else {
+            let (t, z, info) = schur(m, n);
+            let w = (0..n).map(|d| t[d * n + d]).collect();
+            (t, z, w, info)
+        };
+        ws.extend(w);
+        ts.extend(t);
+        zs.extend(if vectors { z } else { vec![ZERO; n * n] });
+        infos.push(info);
+    }
+    let mut out = vec![from_complex(ts, t_ty)?, from_complex(zs, z_ty)?];
+    if real {
+        out.push(from_complex(
+            ws.iter().map(|w| C::new(w.re, 0.0)).collect(),
+            w_tys[0],
+        )?);
+        out.push(from_complex(
+            ws.iter().map(|w| C::new(w.im, 0.0)).collect(),
+            w_tys[1],
+        )?);
+    } else {
+        out.push(from_complex(ws, w_tys[0])?);
+    }
+    out.push(from_i32(vec![0; batch], sdim_ty)?);
+    out.push(from_i32(infos, info_ty)?);
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn geqp3_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    jpvt: &Literal,
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(3)?;
+    let jpvt_shape = with(batch_dims, &[n]);
+    if jpvt.ty.element_type != ElementType::S32 || jpvt.ty.shape != jpvt_shape {
+        return Err(cx.invalid(format!(
+            "the pivots must be tensor<{}i32>, got {}",
+            jpvt_shape
+                .iter()
+                .map(|d| format!("{d}x"))
+                .collect::<String>(),
+            jpvt.ty
+        )));
+    }
+    let k = m.min(n);
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
+    let jpvt_ty = expect_result(cx, 1, &jpvt_shape, ElementType::S32)?;
+    let tau_ty = expect_result(cx, 2, &with(batch_dims, &[k]), et)?;
+    let fixed = match decode(jpvt) {
+        Array::S32(v) => v,
+        _ => return Err(cx.invalid("internal: pivots are not i32")),
+    };
+    let mut out = values.to_vec();
+    let mut pivots = Vec::with_capacity(batch * n);
+    let mut taus = Vec::with_capacity(batch * k);
+    for b in 0..batch {
+        let (piv, tau) = geqp3(
+            &mut out[b * m * n..(b + 1) * m * n],
+            m,
+            n,
+            &fixed[b * n..(b + 1) * n],
+        );
+        pivots.extend(piv);
+        taus.extend(tau);
+    }
+    Ok(vec![
+        from_complex(out, a_ty)?,
+        from_i32(pivots, jpvt_ty)?,
+        from_complex(taus, tau_ty)?,
+    ])
+}
+
+fn sytrd_call(
+    cx: OpCx<'_>,
+    values: &[C],
+    batch_dims: &[i64],
+    batch: usize,
+    m: usize,
+    n: usize,
+    et: ElementType,
+) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(5)?;
+    if m != n {
+        return Err(cx.invalid("sytrd needs square matrices"));
+    }
+    if config_char(cx, "uplo", 'L', "LU")? != 'L' {
+        return Err(
+            cx.unsupported("sytrd/hetrd on the upper triangle (only the lower one is implemented)")
+        );
+    }
+    let n1 = n.saturating_sub(1);
+    let a_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
+    let d_ty = expect_result(cx, 1, &with(batch_dims, &[n]), real_of(et))?;
+    let e_ty = expect_result(cx, 2, &with(batch_dims, &[n1]), real_of(et))?;
+    let tau_ty = expect_result(cx, 3, &with(batch_dims, &[n1]), et)?;
+    let info_ty = expect_result(cx, 4, batch_dims, ElementType::S32)?;
+    let mut out = values.to_vec();
+    let (mut ds, mut es, mut taus) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batch {
+        let a = &mut out[b * n * n..(b + 1) * n * n];
+        // The reduction of the Hermitian matrix the lower triangle defines is its Hessenberg
+        // reduction; the strict upper triangle keeps its input.
+        let mut h = vec![ZERO; n * n];
+        for i in 0..n {
+            for j in 0..=i {
+                h[i * n + j] = a[i * n + j];
+                h[j * n + i] = a[i * n + j].conj();
+            }
+            h[i * n + i] = C::new(a[i * n + i].re, 0.0);
+        }
+        taus.extend(gehrd(&mut h, n));
+        for i in 0..n {
+            for j in 0..=i {
+                a[i * n + j] = h[i * n + j];
+            }
+            a[i * n + i] = C::new(h[i * n + i].re, 0.0);
+        }
+        ds.extend((0..n).map(|i| C::new(h[i * n + i].re, 0.0)));
+        es.extend((0..n1).map(|i| C::new(h[(i + 1) * n + i].re, 0.0)));
+    }
+    Ok(vec![
+        from_complex(out, a_ty)?,
+        from_complex(ds, d_ty)?,
+        from_complex(es, e_ty)?,
+        from_complex(taus, tau_ty)?,
+        from_i32(vec![0; batch], info_ty)?,
+    ])
+}
+
+/// QR with column pivoting in place (row-major `m x n`), LAPACK `geqp3`: columns whose
+/// `fixed` entry is nonzero go first, unpivoted; then each step takes the free column of
+/// largest remaining norm (the first on ties), with LAPACK's norm downdating. Returns the
+/// 1-based original column of each result column and the Householder scalars.
+fn geqp3(a: &mut [C], m: usize, n: usize, fixed: &[i32]) -> (Vec<i32>, Vec<C>) {
+    let k = m.min(n);
+    let swap_cols = |a: &mut [C], x: usize, y: usize| {
+        for r in 0..m {
+            a.swap(r * n + x, r * n + y);
+        }
+    };
+    let mut jpvt: Vec<i32> = (1..=n as i32).collect();
+    let mut nfxd = 0;
+    for (j, &f) in fixed.iter().enumerate().take(n) {
+        if f != 0 {
+            if j != nfxd {
+                swap_cols(a, j, nfxd);
+                jpvt.swap(j, nfxd);
+            }
+            nfxd += 1;
+        }
+    }
+    let mut taus = Vec::with_capacity(k);
+    for i in 0..nfxd.min(k) {
+        let tau = reflector(a, n, i, i, m);
+        apply_left(a, n, i, i, m, tau.conj(), i + 1, n);
+        taus.push(tau);
+    }
+    let col_norm =
+        |a: &[C], j: usize, r0: usize| (r0..m).map(|r| a[r * n + j].norm_sqr()).sum::<f64>().sqrt();
+    let start = nfxd.min(k);
+    let mut vn1 = vec![0.0; n];
+    let mut vn2 = vec![0.0; n];
+    for j in start..n {
+        vn1[j] = col_norm(a, j, start);
+        vn2[j] = vn1[j];
+    }
+    let tol3z = (f64::EPSILON / 2.0).sqrt();
+    for i in start..k {
+        let mut p = i;
+        for j in i + 1..n {
+            if vn1[j] > vn1[p] {
+                p = j;
+            }
+        }
+        if p != i {
+            swap_cols(a, p, i);
+            jpvt.swap(p, i);
+            vn1[p] = vn1[i];
+            vn2[p] = vn2[i];
+        }
+        let tau = reflector(a, n, i, i, m);
+        apply_left(a, n, i, i, m, tau.conj(), i + 1, n);
+        taus.push(tau);
+        for j in i + 1..n {
+            if vn1[j] == 0.0 {
+                continue;
+            }
+            let ratio = a[i * n + j].norm() / vn1[j];
+            let temp = (1.0 - ratio * ratio).max(0.0);
+            let temp2 = temp * (vn1[j] / vn2[j]).powi(2);
+            if temp2 <= tol3z {
+                vn1[j] = if i + 1 < m {
+                    col_norm(a, j, i + 1)
+                } else {
+                    0.0
+                };
+                vn2[j] = vn1[j];
+            } else {
+                vn1[j] *= temp.sqrt();
+            }
+        }
+    }
+    (jpvt, taus)
+}
+
+/// Cholesky factorization in place (row-major `n x n`), LAPACK `potrf`: the `lower` (or
+/// upper) triangle receives the factor, the other triangle keeps its input. Returns `info`:
+/// 0, or the 1-based order of the first leading minor that is not positive definite.
+fn potrf(a: &mut [C], n: usize, lower: bool) -> i32 {
+    // (i, j) of the lower factor L, stored at (i, j) when lower and as conj at (j, i) when
+    // upper (U = L^H).
+    let at = |i: usize, j: usize| if lower { i * n + j } else { j * n + i };
+    let get = |a: &[C], i: usize, j: usize| {
+        let v = a[at(i, j)];
+        if lower {
+            v
+        } else {
+            v.conj()
+        }
+    };
+    for j in 0..n {
+        let mut d = a[j * n + j].re;
+        for k in 0..j {
+            d -= get(a, j, k).norm_sqr();
+        }
+        // `!(d > 0)` also catches NaN.
+        if d.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            a[j * n + j] = C::new(d, 0.0);
+            return (j + 1) as i32;
+        }
+        let pivot = d.sqrt();
+        a[j * n + j] = C::new(pivot, 0.0);
+        for i in j + 1..n {
+            let mut s = get(a, i, j);
+            for k in 0..j {
+                s -= get(a, i, k) * get(a, j, k).conj();
+            }
+            let l = s / pivot;
+            a[at(i, j)] = if lower { l } else { l.conj() };
+        }
+    }
+    0
+}
+
+/// `|re| + |im|`, the magnitude LAPACK's `i?amax` compares.
+fn abs1(z: C) -> f64 {
+    z.re.abs() + z.im.abs()
+}
+
+/// LU factorization with partial pivoting in place (row-major `m x n`), LAPACK `getrf`:
+/// unit-lower `L` below the diagonal, `U` on and above. Returns the 1-based pivot rows and
+/// `info` (0, or the 1-based index of the first exactly zero pivot).
+fn getrf(a: &mut [C], m: usize, n: usize) -> (Vec<i32>, i32) {
+    let k = m.min(n);
+    let mut pivots = Vec::with_capacity(k);
+    let mut info = 0;
+    for j in 0..k {
+        let mut p = j;
+        for i in j + 1..m {
+            if abs1(a[i * n + j]) > abs1(a[p * n + j]) {
+                p = i;
+            }
+        }
+        pivots.push((p + 1) as i32);
+        let pivot = a[p * n + j];
+        if pivot != ZERO {
+            if p != j {
+                for c in 0..n {
+                    a.swap(p * n + c, j * n + c);
+                }
+            }
+            let inv = ONE / pivot;
+            for i in j + 1..m {
+                a[i * n + j] *= inv;
+            }
+        } else if info == 0 {
+            info = (j + 1) as i32;
+        }
+        for i in j + 1..m {
+            let l = a[i * n + j];
+            if l == ZERO {
+                continue;
+            }
+            for c in j + 1..n {
+                let u = a[j * n + c];
+                a[i * n + c] -= l * u;
+            }
+        }
+    }
+    (pivots, info)
+}
+
+/// Householder QR in place (row-major `m x n`), LAPACK `geqrf`: `R` on and above the
+/// diagonal, the reflector vectors `v` (with implicit leading 1) below it. Returns the
+/// scalars `tau` with `H = I - tau v v^H` and `Q = H_1 ... H_k`.
+fn geqrf(a: &mut [C], m: usize, n: usize) -> Vec<C> {
+    let k = m.min(n);
+    let mut taus = Vec::with_capacity(k);
+    for j in 0..k {
+        let tau = reflector(a, n, j, j, m);
+        // Apply H^H = I - conj(tau) v v^H to the columns on the right.
+        apply_left(a, n, j, j, m, tau.conj(), j + 1, n);
+        taus.push(tau);
+    }
+    taus
+}
+
+/// LAPACK `larfg` on column `col`, rows `r0..r1` of a row-major matrix with `cols` columns:
+/// finds `H = I - tau v v^H` (`v[r0] = 1`) with `H^H x = (beta, 0, ...)`, stores `beta` at
+/// `r0` and `v` below it, and returns `tau` (0 when `x` is already in that form).
+fn reflector(a: &mut [C], cols: usize, col: usize, r0: usize, r1: usize) -> C {
+    let alpha = a[r0 * cols + col];
+    let xnorm = (r0 + 1..r1)
+        .map(|i| a[i * cols + col].norm_sqr())
+        .sum::<f64>()
+        .sqrt();
+    if xnorm == 0.0 && alpha.im == 0.0 {
+        return ZERO;
+    }
+    let beta = -(alpha.norm().hypot(xnorm)).copysign(alpha.re);
+    let tau = C::new((beta - alpha.re) / beta, -alpha.im / beta);
+    let scale = ONE / (alpha - beta);
+    for i in r0 + 1..r1 {
+        a[i * cols + col] *= scale;
+    }
+    a[r0 * cols + col] = C::new(beta, 0.0);
+    tau
+}
+
+/// `A[r0..r1, c0..c1] -= tau v (v^H A[r0..r1, c0..c1])` with `v` the reflector stored in
+/// column `vcol`, rows `r0..r1` of `a` (implicit 1 at `r0`).
+#[allow(clippy::too_many_arguments)]
+fn apply_left(
+    a: &mut [C],
+    cols: usize,
+    vcol: usize,
+    r0: usize,
+    r1: usize,
+    tau: C,
+    c0: usize,
+    c1: usize,
+) {
+    if tau == ZERO {
+        return;
+    }
+    for c in c0..c1 {
+        let mut w = a[r0 * cols + c];
+        for i in r0 + 1..r1 {
+            w += a[i * cols + vcol].conj() * a[i * cols + c];
+        }
+        let f = tau * w;
+        a[r0 * cols + c] -= f;
+        for i in r0 + 1..r1 {
+            let v = a[i * cols + vcol];
+            a[i * cols + c] -= v * f;
+        }
+    }
+}
+
+/// `A[0..rows, r0..r1] -= tau (A[0..rows, r0..r1] v) v^H` with `v` as in [`apply_left`].
+fn apply_right(a: &mut [C], cols: usize, vcol: usize, r0: usize, r1: usize, tau: C, rows: usize) {
+    if tau == ZERO {
+        return;
+    }
+    for r in 0..rows {
+        let mut w = a[r * cols + r0];
+        for i in r0 + 1..r1 {
+            w += a[r * cols + i] * a[i * cols + vcol];
+        }
+        let f = tau * w;
+        a[r * cols + r0] -= f;
+        for i in r0 + 1..r1 {
+            let v = a[i * cols + vcol].conj();
+            a[r * cols + i] -= f * v;
+        }
+    }
+}
+
+/// Hessenberg reduction in place (row-major `n x n`), LAPACK `gehrd` with `ilo = 1`,
+/// `ihi = n`: `H` on and above the first subdiagonal, the reflectors below it. Returns the
+/// `n - 1` scalars `tau` with `Q = H_1 ... H_{n-1}` and `A = Q H Q^H`.
+fn gehrd(a: &mut [C], n: usize) -> Vec<C> {
+    let mut taus = Vec::with_capacity(n.saturating_sub(1));
+    for j in 0..n.saturating_sub(1) {
+        let tau = reflector(a, n, j, j + 1, n);
+        apply_right(a, n, j, j + 1, n, tau, n);
+        apply_left(a, n, j, j + 1, n, tau.conj(), j + 1, n);
+        taus.push(tau);
+    }
+    taus
+}
+
+/// The complex Schur form `A = Z T Z^H` of a row-major `n x n` matrix: `T` upper
+/// triangular, `Z` unitary. Hessenberg reduction, then single-shift QR iterations with
+/// Wilkinson shifts. Returns `(T, Z, info)`, `info` > 0 when the iteration did not converge
+/// (as LAPACK: the 1-based index below which eigenvalues have converged).
+fn schur(a: &[C], n: usize) -> (Vec<C>, Vec<C>, i32) {
+    let mut h = a.to_vec();
+    let taus = gehrd(&mut h, n);
+    // Z = Q = H_1 ... H_{n-1}, applied backwards to the identity.
+    let mut z = vec![ZERO; n * n];
+    for d in 0..n {
+        z[d * n + d] = ONE;
+    }
+    for (j, &tau) in taus.iter().enumerate().rev() {
+        // Apply H_j from the left to columns j+1.. of Z, with v taken from column j of `h`.
+        for c in j + 1..n {
+            let mut w = z[(j + 1) * n + c];
+            for i in j + 2..n {
+                w += h[i * n + j].conj() * z[i * n + c];
+            }
+            let f = tau * w;
+            z[(j + 1) * n + c] -= f;
+            for i in j + 2..n {
+                z[i * n + c] -= h[i * n + j] * f;
+            }
+        }
+    }
+    for j in 0..n {
+        for i in j + 2..n {
+            h[i * n + j] = ZERO;
+        }
+    }
+    let eps = f64::EPSILON;
+    let mut hi = n.saturating_sub(1);
+    let mut iter = 0usize;
+    let mut total = 0usize;
+    let limit = 30 * n.max(1);
+    while hi > 0 {
+        let mut l = hi;
+        while l > 0 {
+            let sub = h[l * n + l - 1].norm();
+            let diag = h[(l - 1) * n + l - 1].norm() + h[l * n + l].norm();
+            if sub <= eps * diag || sub < f64::MIN_POSITIVE {
+                h[l * n + l - 1] = ZERO;
+                break;
+            }
+            l -= 1;
+        }
+        if l == hi {
+            hi -= 1;
+            iter = 0;
+            continue;
+        }
+        if total >= limit || h.iter().any(|x| !x.re.is_finite() || !x.im.is_finite()) {
+            return (h, z, (hi + 1) as i32);
+        }
+        total += 1;
+        iter += 1;
+        let (p, q) = (hi - 1, hi);
+        let (ha, hb, hc, hd) = (h[p * n + p], h[p * n + q], h[q * n + p], h[q * n + q]);
+        let mu = if iter.is_multiple_of(10) {
+            hd + h[q * n + p].norm()
+        } else {
+            let half = (ha - hd) * 0.5;
+            let disc = (half * half + hb * hc).sqrt();
+            let (m1, m2) = ((ha + hd) * 0.5 + disc, (ha + hd) * 0.5 - disc);
+            if (m1 - hd).norm() <= (m2 - hd).norm() {
+                m1
+            } else {
+                m2
+            }
+        };
+        for k in l..hi {
+            let (x, y) = if k == l {
+                (h[l * n + l] - mu, h[(l + 1) * n + l])
+            } else {
+                (h[k * n + k - 1], h[(k + 1) * n + k - 1])
+            };
+            let (c, s) = givens(x, y);
+            for j in k.saturating_sub(1).max(l)..n {
+                let (u, w) = (h[k * n + j], h[(k + 1) * n + j]);
+                h[k * n + j] = u * c + s * w;
+                h[(k + 1) * n + j] = -s.conj() * u + w * c;
+            }
+            if k > l {
+                h[(k + 1) * n + k - 1] = ZERO;
+            }
+            rotate_columns(&mut h, n, k, c, s, (k + 3).min(hi + 1));
+            rotate_columns(&mut z, n, k, c, s, n);
+        }
+    }
+    (h, z, 0)
+}
+
+/// The real Schur form `A = Z T Z^T` of a real row-major `n x n` matrix, LAPACK `gees`
+/// style: `T` quasi upper triangular with 1x1 blocks for real eigenvalues and standardized
+/// 2x2 blocks (equal diagonal, off-diagonal entries of opposite signs) for complex pairs.
+/// Hessenberg reduction, then Francis double-shift QR. Returns `(T, Z, eigenvalues, info)`,
+/// the eigenvalues in the order of `T`'s diagonal, positive imaginary part first in a pair.
+fn real_schur(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>, Vec<C>, i32) {
+    // The Hessenberg reduction and its Q, through the complex routines (real data stays real).
+    let mut hc: Vec<C> = a.iter().map(|&x| C::new(x, 0.0)).collect();
+    let taus = gehrd(&mut hc, n);
+    let mut zc = vec![ZERO; n * n];
+    for d in 0..n {
+        zc[d * n + d] = ONE;
+    }
+    for (j, &tau) in taus.iter().enumerate().rev() {
+        for c in j + 1..n {
+            let mut w = zc[(j + 1) * n + c];
+            for i in j + 2..n {
+                w += hc[i * n + j].conj() * zc[i * n + c];
+            }
+            let f = tau * w;
+            zc[(j + 1) * n + c] -= f;
+            for i in j + 2..n {
+                zc[i * n + c] -= hc[i * n + j] * f;
+            }
+        }
+    }
+    let mut h: Vec<f64> = hc.iter().map(|x| x.re).collect();
+    let mut z: Vec<f64> = zc.iter().map(|x| x.re).collect();
+    for j in 0..n {
+        for i in j + 2..n {
+            h[i * n + j] = 0.0;
+        }
+    }
+    let eps = f64::EPSILON;
+    let mut info = 0;
+    let mut hi = n as isize - 1;
+    let mut iter = 0usize;
+    let mut total = 0usize;
+    let limit = 30 * n.max(1);
+    while hi >= 0 {
+        let p = hi as usize;
+        // Find the start of the unreduced block ending at p.
+        let mut l = p;
+        while l > 0 {
+            let sub = h[l * n + l - 1].abs();
+            let diag = h[(l - 1) * n + l - 1].abs() + h[l * n + l].abs();
+            if sub <= eps * diag || sub < f64::MIN_POSITIVE {
+                h[l * n + l - 1] = 0.0;
+                break;
+            }
+            l -= 1;
+        }
+        if l == p {
+            hi -= 1;
+            iter = 0;
+            continue;
+        }
+        if l + 1 == p {
+            standardize_block(&mut h, &mut z, n, p);
+            hi -= 2;
+            iter = 0;
+            continue;
+        }
+        if total >= limit || h.iter().any(|x| !x.is_finite()) {
+            info = p as i32 + 1;
+            break;
+        }
+        total += 1;
+        iter += 1;
+        let (s, t) = if iter.is_multiple_of(10) {
+            let w = h[p * n + p - 1].abs() + h[(p - 1) * n + p - 2].abs();
+            (1.5 * w, w * w)
+        } else {
+            let (a, b, c, d) = (
+                h[(p - 1) * n + p - 1],
+                h[(p - 1) * n + p],
+                h[p * n + p - 1],
+                h[p * n + p],
+            );
+            (a + d, a * d - b * c)
+        };
+        let mut x = h[l * n + l] * h[l * n + l] + h[l * n + l + 1] * h[(l + 1) * n + l]
+            - s * h[l * n + l]
+            + t;
+        let mut y = h[(l + 1) * n + l] * (h[l * n + l] + h[(l + 1) * n + l + 1] - s);
+        let mut zz = h[(l + 1) * n + l] * h[(l + 2) * n + l + 1];
+        for k in l..p - 1 {
+            let (v, beta) = house(&[x, y, zz]);
+            let c0 = if k > l { k - 1 } else { l };
+            reflect_rows(&mut h, n, k, &v, beta, c0, n);
+            let rows = (k + 4).min(p + 1);
+            reflect_cols(&mut h, n, k, &v, beta, rows);
+            reflect_cols(&mut z, n, k, &v, beta, n);
+            if k > l {
+                h[(k + 1) * n + k - 1] = 0.0;
+                h[(k + 2) * n + k - 1] = 0.0;
+            }
+            x = h[(k + 1) * n + k];
+            y = h[(k + 2) * n + k];
+            if k + 3 <= p {
+                zz = h[(k + 3) * n + k];
+            }
+        }
+        let (v, beta) = house(&[x, y]);
+        reflect_rows(&mut h, n, p - 1, &v, beta, p - 2, n);
+        reflect_cols(&mut h, n, p - 1, &v, beta, p + 1);
+        reflect_cols(&mut z, n, p - 1, &v, beta, n);
+        h[p * n + p - 2] = 0.0;
+    }
+    let mut w = Vec::with_capacity(n);
+    let mut i = 0;
+    while i < n {
+        if i + 1 < n && h[(i + 1) * n + i] != 0.0 {
+            let re = h[i * n + i];
+            let im = h[i * n + i + 1].abs().sqrt() * h[(i + 1) * n + i].abs().sqrt();
+            w.push(C::new(re, im));
+            w.push(C::new(re, -im));
+            i += 2;
+        } else {
+            w.push(C::new(h[i * n + i], 0.0));
+            i += 1;
+        }
+    }
+    (h, z, w, info)
+}
+
+/// A Householder vector `v` (`v[0] = 1`) and `beta` with `(I - beta v v^T) x = (r, 0, ...)`.
+fn house(x: &[f64]) -> (Vec<f64>, f64) {
+    let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+    if norm == 0.0 || x[1..].iter().all(|&v| v == 0.0) {
+        let mut v = vec![0.0; x.len()];
+        v[0] = 1.0;
+        return (v, 0.0);
+    }
+    let alpha = x[0] + norm.copysign(x[0]);
+    let v: Vec<f64> = std::iter::once(1.0)
+        .chain(x[1..].iter().map(|&e| e / alpha))
+        .collect();
+    let vtv: f64 = v.iter().map(|e| e * e).sum();
+    (v, 2.0 / vtv)
+}
+
+/// Applies `I - beta v v^T` from the left to rows `r0..r0 + v.len()`, columns `c0..c1`.
+fn reflect_rows(m: &mut [f64], n: usize, r0: usize, v: &[f64], beta: f64, c0: usize, c1: usize) {
+    if beta == 0.0 {
+        return;
+    }
+    for c in c0..c1 {
+        let dot: f64 = v
+            .iter()
+            .enumerate()
+            .map(|(i, vi)| vi * m[(r0 + i) * n + c])
+            .sum();
+        for (i, vi) in v.iter().enumerate() {
+            m[(r0 + i) * n + c] -= beta * dot * vi;
+        }
+    }
+}
+
+/// Applies `I - beta v v^T` from the right to columns `c0..c0 + v.len()`, rows `0..rows`.
+fn reflect_cols(m: &mut [f64], n: usize, c0: usize, v: &[f64], beta: f64, rows: usize) {
+    if beta == 0.0 {
+        return;
+    }
+    for r in 0..rows {
+        let dot: f64 = v
+            .iter()
+            .enumerate()
+            .map(|(i, vi)| vi * m[r * n + c0 + i])
+            .sum();
+        for (i, vi) in v.iter().enumerate() {
+            m[r * n + c0 + i] -= beta * dot * vi;
+        }
+    }
+}
+
+/// Standardizes the 2x2 diagonal block at rows/columns `p - 1, p` of `h` the way LAPACK's
+/// `lanv2` does (a real pair split into a triangular block; a complex pair with equal
+/// diagonal and off-diagonal entries of opposite signs), rotating `h` and `z` to match.
+fn standardize_block(h: &mut [f64], z: &mut [f64], n: usize, p: usize) {
+    let q = p - 1;
+    let (mut a, mut b, mut c, mut d) = (h[q * n + q], h[q * n + p], h[p * n + q], h[p * n + p]);
+    let sign = |x: f64| if x >= 0.0 { 1.0 } else { -1.0 };
+    let (mut cs, mut sn) = (1.0, 0.0);
+    if c == 0.0 {
+    } else if b == 0.0 {
+        cs = 0.0;
+        sn = 1.0;
+        std::mem::swap(&mut a, &mut d);
+        b = -c;
+        c = 0.0;
+    } else if a - d == 0.0 && sign(b) != sign(c) {
+    } else {
+        let temp = a - d;
+        let half = 0.5 * temp;
+        let bcmax = b.abs().max(c.abs());
+        let bcmis = b.abs().min(c.abs()) * sign(b) * sign(c);
+        let scale = half.abs().max(bcmax);
+        let zeta = half / scale * half + bcmax / scale * bcmis;
+        if zeta >= 4.0 * f64::EPSILON {
+            // Real eigenvalues.
+            let zeta = half + (scale.sqrt() * zeta.sqrt()).copysign(half);
+            a = d + zeta;
+            d -= bcmax / zeta * bcmis;
+            let tau = c.hypot(zeta);
+            cs = zeta / tau;
+            sn = c / tau;
+            b -= c;
+            c = 0.0;
+        } else {
+            let sigma = b + c;
+            let tau = sigma.hypot(temp);
+            cs = (0.5 * (1.0 + sigma.abs() / tau)).sqrt();
+            sn = -(half / (tau * cs)) * sign(sigma);
+            let (aa, bb) = (a * cs + b * sn, -a * sn + b * cs);
+            let (cc, dd) = (c * cs + d * sn, -c * sn + d * cs);
+            a = aa * cs + cc * sn;
+            b = bb * cs + dd * sn;
+            c = -aa * sn + cc * cs;
+            d = -bb * sn + dd * cs;
+            let mid = 0.5 * (a + d);
+            a = mid;
+            d = mid;
+            if c != 0.0 {
+                if b != 0.0 {
+                    if sign(b) == sign(c) {
+                        // Real eigenvalues after all: split the block.
+                        let (sab, sac) = (b.abs().sqrt(), c.abs().sqrt());
+                        let pp = (sab * sac).copysign(c);
+                        let tau = 1.0 / (b + c).abs().sqrt();
+                        a = mid + pp;
+                        d = mid - pp;
+                        b -= c;
+                        c = 0.0;
+                        let (cs1, sn1) = (sab * tau, sac * tau);
+                        let t = cs * cs1 - sn * sn1;
+                        sn = cs * sn1 + sn * cs1;
+                        cs = t;
+                    }
+                } else {
+                    b = -c;
+                    c = 0.0;
+                    let t = cs;
+                    cs = -sn;
+                    sn = t;
+                }
+            }
+        }
+    }
+    h[q * n + q] = a;
+    h[q * n + p] = b;
+    h[p * n + q] = c;
+    h[p * n + p] = d;
+    for j in p + 1..n {
+        let (x, y) = (h[q * n + j], h[p * n + j]);
+        h[q * n + j] = cs * x + sn * y;
+        h[p * n + j] = cs * y - sn * x;
+    }
+    for r in 0..q {
+        let (x, y) = (h[r * n + q], h[r * n + p]);
+        h[r * n + q] = cs * x + sn * y;
+        h[r * n + p] = cs * y - sn * x;
+    }
+    for r in 0..n {
+        let (x, y) = (z[r * n + q], z[r * n + p]);
+        z[r * n + q] = cs * x + sn * y;
+        z[r * n + p] = cs * y - sn * x;
+    }
+}
+
+/// Applies `G^H` (see [`givens`]) to columns `k, k + 1` of rows `0..rows`.
+fn rotate_columns(m: &mut [C], n: usize, k: usize, c: f64, s: C, rows: usize) {
+    for r in 0..rows {
+        let (u, w) = (m[r * n + k], m[r * n + k + 1]);
+        m[r * n + k] = u * c + w * s.conj();
+        m[r * n + k + 1] = w * c - u * s;
+    }
+}
+
+/// A rotation `G = [[c, s], [-conj(s), c]]` (c real) with `G [x; y] = [r; 0]`.
+fn givens(x: C, y: C) -> (f64, C) {
+    let (ax, ay) = (x.norm(), y.norm());
+    let nrm = ax.hypot(ay);
+    if ay == 0.0 || nrm == 0.0 {
+        (1.0, ZERO)
+    } else if ax == 0.0 {
+        (0.0, y.conj() / ay)
+    } else {
+        (ax / nrm, (x / ax) * y.conj() / nrm)
+    }
+}
+
+/// Scales `v` to unit norm with its largest component real and positive.
+fn normalize(v: &mut [C]) {
+    let norm = v.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+    if norm.is_nan() || norm <= 0.0 {
+        return;
+    }
+    let big = v.iter().copied().fold(
+        ZERO,
+        |best, z| if z.norm() > best.norm() { z } else { best },
+    );
+    let phase = big.conj() / big.norm();
+    for z in v.iter_mut() {
+        *z = *z * phase / norm;
+    }
+}
+
+/// Eigenvalues and (when asked) left and right eigenvectors of a general row-major `n x n`
+/// matrix, LAPACK `geev` style: eigenvectors as columns, each of unit norm with its largest
+/// component real. For `real` input, eigenvalues whose imaginary part is at rounding level
+/// are made real (with real eigenvectors), as LAPACK's real routine returns them.
+fn geev(a: &[C], n: usize, real: bool) -> (Vec<C>, Vec<C>, Vec<C>, i32) {
+    let (t, z, info) = schur(a, n);
+    let mut w: Vec<C> = (0..n).map(|d| t[d * n + d]).collect();
+    let scale = a.iter().map(|x| x.norm_sqr()).sum::<f64>().sqrt();
+    let small = f64::EPSILON * scale.max(f64::MIN_POSITIVE);
+    let snap: Vec<bool> = w
+        .iter()
+        .map(|x| real && x.im.abs() <= 8.0 * (n as f64) * small)
+        .collect();
+    let guard = |d: C| {
+        if d.norm() < small {
+            C::new(small, 0.0)
+        } else {
+            d
+        }
+    };
+    let mut vr = vec![ZERO; n * n];
+    let mut vl = vec![ZERO; n * n];
+    for k in 0..n {
+        // Right: (T - w_k) y = 0 with y_k = 1, y_j = 0 below.
+        let mut y = vec![ZERO; n];
+        y[k] = ONE;
+        for i in (0..k).rev() {
+            let s: C = (i + 1..=k).map(|j| t[i * n + j] * y[j]).sum();
+            y[i] = -s / guard(t[i * n + i] - w[k]);
+        }
+        // Left: T^H x = conj(w_k) x with x_k = 1, x_j = 0 above.
+        let mut x = vec![ZERO; n];
+        x[k] = ONE;
+        for i in k + 1..n {
+            let s: C = (k..i).map(|j| t[j * n + i].conj() * x[j]).sum();
+            x[i] = -s / guard(t[i * n + i].conj() - w[k].conj());
+        }
+        for (out, coef) in [(&mut vr, &y), (&mut vl, &x)] {
+            let mut v: Vec<C> = (0..n)
+                .map(|r| (0..n).map(|j| z[r * n + j] * coef[j]).sum())
+                .collect();
+            normalize(&mut v);
+            if snap[k] {
+                v.iter_mut().for_each(|c| c.im = 0.0);
+                normalize(&mut v);
+            }
+            for r in 0..n {
+                out[r * n + k] = v[r];
+            }
+        }
+    }
+    for (x, &s) in w.iter_mut().zip(&snap) {
+        if s {
+            x.im = 0.0;
+        }
+    }
+    (w, vl, vr, info)
+}
+
+/// The first `n` columns of `Q = H_1 ... H_k` from `geqrf`'s packed reflectors, LAPACK
+/// `orgqr`/`ungqr` (row-major `m x n`, `m >= n >= k`).
+fn orgqr(a: &[C], taus: &[C], m: usize, n: usize) -> Vec<C> {
+    let mut q = vec![ZERO; m * n];
+    for d in 0..n {
+        q[d * n + d] = ONE;
+    }
+    for (i, &tau) in taus.iter().enumerate().rev() {
+        if tau == ZERO {
+            continue;
+        }
+        for c in 0..n {
+            let mut w = q[i * n + c];
+            for r in i + 1..m {
+                w += a[r * n + i].conj() * q[r * n + c];
+            }
+            let f = tau * w;
+            q[i * n + c] -= f;
+            for r in i + 1..m {
+                q[r * n + c] -= a[r * n + i] * f;
+            }
+        }
+    }
+    q
+}
+
+/// Eigen-decomposition of the Hermitian matrix whose `lower` (or upper) triangle `a` holds,
+/// by cyclic Jacobi rotations. Returns the eigenvalues in ascending order and the
+/// eigenvectors as the columns of a row-major `n x n` matrix.
+fn eigh(a: &[C], n: usize, lower: bool) -> (Vec<f64>, Vec<C>) {
+    let mut h = vec![ZERO; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let v = if lower {
+                a[i * n + j]
+            } else {
+                a[j * n + i].conj()
+            };
+            h[i * n + j] = v;
+            h[j * n + i] = v.conj();
+        }
+        h[i * n + i] = C::new(h[i * n + i].re, 0.0);
+    }
+    let mut v = vec![ZERO; n * n];
+    for d in 0..n {
+        v[d * n + d] = ONE;
+    }
+    let total: f64 = h.iter().map(|z| z.norm_sqr()).sum();
+    for _ in 0..MAX_SWEEPS {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| h[i * n + j].norm_sqr())
+            .sum();
+        if off.is_nan() || off <= f64::EPSILON * f64::EPSILON * total {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = h[p * n + q];
+                let g = apq.norm();
+                if g == 0.0 {
+                    continue;
+                }
+                // U = diag(1, phase) * [[c, s], [-s, c]] with phase = conj(apq) / |apq|
+                // makes the (p, q) entry of U^H H U zero.
+                let phase = apq.conj() / g;
+                let tau = (h[q * n + q].re - h[p * n + p].re) / (2.0 * g);
+                let t = if tau >= 0.0 {
+                    1.0 / (tau + (1.0 + tau * tau).sqrt())
+                } else {
+                    -1.0 / (-tau + (1.0 + tau * tau).sqrt())
+                };
+                let c = 1.0 / (1.0 + t * t).sqrt();
+                let s = t * c;
+                let (upp, upq) = (C::new(c, 0.0), C::new(s, 0.0));
+                let (uqp, uqq) = (phase * -s, phase * c);
+                for r in 0..n {
+                    let (x, y) = (h[r * n + p], h[r * n + q]);
+                    h[r * n + p] = x * upp + y * uqp;
+                    h[r * n + q] = x * upq + y * uqq;
+                    let (x, y) = (v[r * n + p], v[r * n + q]);
+                    v[r * n + p] = x * upp + y * uqp;
+                    v[r * n + q] = x * upq + y * uqq;
+                }
+                for r in 0..n {
+                    let (x, y) = (h[p * n + r], h[q * n + r]);
+                    h[p * n + r] = upp.conj() * x + uqp.conj() * y;
+                    h[q * n + r] = upq.conj() * x + uqq.conj() * y;
+                }
+                h[p * n + q] = ZERO;
+                h[q * n + p] = ZERO;
+                h[p * n + p] = C::new(h[p * n + p].re, 0.0);
+                h[q * n + q] = C::new(h[q * n + q].re, 0.0);
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&x, &y| h[x * n + x].re.total_cmp(&h[y * n + y].re));
+    let w = order.iter().map(|&d| h[d * n + d].re).collect();
+    let mut vs = vec![ZERO; n * n];
+    for (col, &src) in order.iter().enumerate() {
+        for r in 0..n {
+            vs[r * n + col] = v[r * n + src];
+        }
+    }
+    (w, vs)
+}
+
+/// Singular value decomposition `a = U diag(s) V^H` of a row-major `m x n` matrix. Returns
+/// the `min(m, n)` singular values in descending order, the full unitary `U` (`m x m`) and
+/// the full unitary `V` (`n x n`), both row-major.
+fn svd(a: &[C], m: usize, n: usize) -> (Vec<f64>, Vec<C>, Vec<C>) {
+    if m >= n {
+        svd_tall(a, m, n)
+    } else {
+        // a^H = U' S V'^H, so a = V' S U'^H.
+        let ah: Vec<C> = (0..n * m).map(|q| a[(q % m) * n + q / m].conj()).collect();
+        let (s, u, v) = svd_tall(&ah, n, m);
+        (s, v, u)
+    }
+}
+
+/// [`svd`] for `m >= n`, by one-sided Jacobi rotations on the columns of `a`.
+fn svd_tall(a: &[C], m: usize, n: usize) -> (Vec<f64>, Vec<C>, Vec<C>) {
+    let mut w = a.to_vec();
+    let mut v = vec![ZERO; n * n];
+    for d in 0..n {
+        v[d * n + d] = ONE;
+    }
+    let tol = f64::EPSILON;
+    for _ in 0..MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, ZERO);
+                for r in 0..m {
+                    let (x, y) = (w[r * n + p], w[r * n + q]);
+                    alpha += x.norm_sqr();
+                    beta += y.norm_sqr();
+                    gamma += x.conj() * y;
+                }
+                let g = gamma.norm();
+                if g.is_nan() || g == 0.0 || g <= tol * (alpha * beta).sqrt() {
+                    continue;
+                }
+                rotated = true;
+                // Column q times conj(gamma)/|gamma| makes the inner product real; then a
+                // real rotation makes the two columns orthogonal.
+                let phase = gamma.conj() / g;
+                let zeta = (beta - alpha) / (2.0 * g);
+                let t = if zeta >= 0.0 {
+                    1.0 / (zeta + (1.0 + zeta * zeta).sqrt())
+                } else {
+                    -1.0 / (-zeta + (1.0 + zeta * zeta).sqrt())
+                };
+                let c = 1.0 / (1.0 + t * t).sqrt();
+                let s = c * t;
+                for (mat, rows, cols) in [(&mut w, m, n), (&mut v, n, n)] {
+                    for r in 0..rows {
+                        let x = mat[r * cols + p];
+                        let y = mat[r * cols + q] * phase;
+                        mat[r * cols + p] = x * c - y * s;
+                        mat[r * cols + q] = x * s + y * c;
+                    }
+                }
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let norms: Vec<f64> = (0..n)
+        .map(|j| (0..m).map(|r| w[r * n + j].norm_sqr()).sum::<f64>().sqrt())
+        .collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]));
+    let s: Vec<f64> = order.iter().map(|&j| norms[j]).collect();
+    let largest = s.first().copied().unwrap_or(0.0);
+    let negligible = largest * f64::EPSILON * (m.max(n) as f64) * 4.0;
+    // U's columns: the normalized columns of a V, then an orthonormal completion.
+    let mut u_cols: Vec<Vec<C>> = Vec::with_capacity(m);
+    let mut vs = vec![ZERO; n * n];
+    for (col, &j) in order.iter().enumerate() {
+        for r in 0..n {
+            vs[r * n + col] = v[r * n + j];
+        }
+        if norms[j] > negligible && norms[j].is_finite() {
+            u_cols.push((0..m).map(|r| w[r * n + j] / norms[j]).collect());
+        } else {
+            u_cols.push(Vec::new());
+        }
+    }
+    u_cols.resize(m, Vec::new());
+    complete_orthonormal(&mut u_cols, m);
+    let mut u = vec![ZERO; m * m];
+    for (col, vec) in u_cols.iter().enumerate() {
+        for (r, &x) in vec.iter().enumerate() {
+            u[r * m + col] = x;
+        }
+    }
+    (s, u, vs)
+}
+
+/// Fills the empty columns of `cols` (each of length `m` once filled) with unit vectors
+/// orthogonal to all others, by Gram-Schmidt on the standard basis.
+fn complete_orthonormal(cols: &mut [Vec<C>], m: usize) {
+    let mut candidate = 0;
+    for slot in 0..cols.len() {
+        if !cols[slot].is_empty() {
+            continue;
+        }
+        while candidate < m {
+            let mut x = vec![ZERO; m];
+            x[candidate] = ONE;
+            candidate += 1;
+            for _ in 0..2 {
+                for other in cols.iter().filter(|c| !c.is_empty()) {
+                    let dot: C = other.iter().zip(&x).map(|(o, xi)| o.conj() * xi).sum();
+                    for (xi, o) in x.iter_mut().zip(other) {
+                        *xi -= dot * o;
+                    }
+                }
+            }
+            let norm = x.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+            if norm > 0.5 {
+                cols[slot] = x.into_iter().map(|z| z / norm).collect();
+                break;
+            }
+        }
+        if cols[slot].is_empty() {
+            // Cannot happen for fewer than m columns; keep the shape regardless.
+            cols[slot] = vec![ZERO; m];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use crate::{Module, Type};
+
+    /// Deterministic pseudo-random values in [-1, 1).
+    fn noise(len: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            })
+            .collect()
+    }
+
+    fn c128s(shape: &[i64], v: &[C]) -> Literal {
+        encode(
+            &Array::C128(v.to_vec()),
+            TensorType::new(shape.to_vec(), ElementType::C128),
+        )
+        .unwrap()
+    }
+
+    fn to_c(lit: &Literal) -> Vec<C> {
+        match convert_array(&decode(lit), ElementType::C128) {
+            Array::C128(v) => v,
+            _ => unreachable!(),
+        }
+    }
+
+    fn config(entries: &[(&str, char)]) -> Attribute {
+        Attribute::Dictionary(
+            entries
+                .iter()
+                .map(|&(k, c)| {
+                    (
+                        k.to_string(),
+                        Attribute::Integer {
+                            value: i128::from(c as u32),
+                            ty: Some(ElementType::U8),
+                        },
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// Runs one custom call with `args` and results of `results`.
+    fn call(
+        target: &str,
+        args: &[Literal],
+        results: &[Type],
+        cfg: &[(&str, char)],
+    ) -> Result<Vec<Literal>, IrError> {
+        let types: Vec<Type> = args.iter().map(|a| Type::Tensor(a.ty.clone())).collect();
+        let (mut b, params) = FuncBuilder::new(&types);
+        let rs = b.op_full(
+            crate::OpKind::CustomCall,
+            &params,
+            results,
+            vec![
+                ("call_target_name", Attribute::String(target.to_string())),
+                ("mhlo.backend_config", config(cfg)),
+            ],
+            Vec::new(),
+        );
+        let module: Module = b.finish(&rs);
+        super::super::run_function(&module, "main", args)
+    }
+
+    /// Row-major product of `a` (m x k) and `b` (k x n).
+    fn matmul(a: &[C], b: &[C], m: usize, k: usize, n: usize) -> Vec<C> {
+        let mut out = vec![ZERO; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            }
+        }
+        out
+    }
+
+    fn adjoint(a: &[C], m: usize, n: usize) -> Vec<C> {
+        (0..n * m).map(|q| a[(q % m) * n + q / m].conj()).collect()
+    }
+
+    fn assert_close(x: &[C], y: &[C], tol: f64) {
+        assert_eq!(x.len(), y.len());
+        for (i, (a, b)) in x.iter().zip(y).enumerate() {
+            assert!((a - b).norm() <= tol, "element {i}: {a} vs {b}");
+        }
+    }
+
+    fn identity(n: usize) -> Vec<C> {
+        (0..n * n)
+            .map(|q| if q / n == q % n { ONE } else { ZERO })
+            .collect()
+    }
+
+    fn random(m: usize, n: usize, complex: bool, seed: u64) -> Vec<C> {
+        let re = noise(m * n, seed);
+        let im = noise(m * n, seed + 1000);
+        (0..m * n)
+            .map(|i| C::new(re[i], if complex { im[i] } else { 0.0 }))
+            .collect()
+    }
+
+    /// A Hermitian positive definite matrix `b b^H + n I`.
+    fn spd(n: usize, complex: bool, seed: u64) -> Vec<C> {
+        let b = random(n, n, complex, seed);
+        let mut a = matmul(&b, &adjoint(&b, n, n), n, n, n);
+        for d in 0..n {
+            a[d * n + d] += n as f64;
+        }
+        a
+    }
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!(
+            parse_target("lapack_zheevd_ffi"),
+            Some((ElementType::C128, Routine::Syevd))
+        );
+        assert_eq!(
+            parse_target("lapack_sorgqr_ffi"),
+            Some((ElementType::F32, Routine::Orgqr))
+        );
+        assert_eq!(parse_target("lapack_zorgqr_ffi"), None);
+        assert_eq!(parse_target("lapack_strsm_ffi"), None);
+        assert_eq!(parse_target("Qr"), None);
+        assert_eq!(
+            opaque_int("{mode = 86 : ui8, uplo = 76 : ui8}", "uplo"),
+            Some(76)
+        );
+        assert_eq!(opaque_int("{mode = 86 : ui8}", "uplo"), None);
+    }
+
+    #[test]
+    fn potrf_reconstructs_and_keeps_the_other_triangle() {
+        for (complex, lower) in [(false, true), (false, false), (true, true), (true, false)] {
+            let n = 5;
+            let a = spd(n, complex, 7);
+            let r = call(
+                "lapack_zpotrf_ffi",
+                &[c128s(&[1, 5, 5], &a)],
+                &[t(&[1, 5, 5], ElementType::C128), t(&[1], ElementType::S32)],
+                &[("uplo", if lower { 'L' } else { 'U' })],
+            )
+            .unwrap();
+            assert_eq!(to_i32(&r[1]), vec![0]);
+            let out = to_c(&r[0]);
+            let mut f = out.clone();
+            for i in 0..n {
+                for j in 0..n {
+                    let outside = if lower { j > i } else { j < i };
+                    if outside {
+                        assert_eq!(out[i * n + j], a[i * n + j]);
+                        f[i * n + j] = ZERO;
+                    }
+                }
+            }
+            let prod = if lower {
+                matmul(&f, &adjoint(&f, n, n), n, n, n)
+            } else {
+                matmul(&adjoint(&f, n, n), &f, n, n, n)
+            };
+            assert_close(&prod, &a, 1e-12);
+        }
+    }
+
+    #[test]
+    fn potrf_reports_the_failing_minor() {
+        let a = f64s(&[2, 2, 2], &[4.0, 2.0, 2.0, 5.0, 1.0, 2.0, 2.0, 1.0]);
+        let r = call(
+            "lapack_dpotrf_ffi",
+            &[a],
+            &[t(&[2, 2, 2], ElementType::F64), t(&[2], ElementType::S32)],
+            &[("uplo", 'L')],
+        )
+        .unwrap();
+        assert_eq!(to_i32(&r[1]), vec![0, 2]);
+        assert_eq!(&to_f64(&r[0])[..4], &[2.0, 2.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn getrf_gives_p_l_u() {
+        for (m, n, complex) in [(4, 4, false), (5, 3, true), (3, 5, false)] {
+            let a = random(m, n, complex, 11);
+            let k = m.min(n);
+            let r = call(
+                "lapack_zgetrf_ffi",
+                &[c128s(&[m as i64, n as i64], &a)],
+                &[
+                    t(&[m as i64, n as i64], ElementType::C128),
+                    t(&[k as i64], ElementType::S32),
+                    t(&[], ElementType::S32),
+                ],
+                &[],
+            )
+            .unwrap();
+            assert_eq!(to_i32(&r[2]), vec![0]);
+            let lu = to_c(&r[0]);
+            let piv = to_i32(&r[1]);
+            let mut l = vec![ZERO; m * k];
+            let mut u = vec![ZERO; k * n];
+            for i in 0..m {
+                for j in 0..n {
+                    let x = lu[i * n + j];
+                    if j < i && j < k {
+                        l[i * k + j] = x;
+                    } else if i < k && j >= i {
+                        u[i * n + j] = x;
+                    }
+                    if i == j {
+                        l[i * k + j] = ONE;
+                    }
+                }
+            }
+            // Apply the row interchanges to a: P a = L U.
+            let mut pa = a.clone();
+            for (j, &p) in piv.iter().enumerate() {
+                let p = (p - 1) as usize;
+                assert!(p >= j && p < m);
+                for c in 0..n {
+                    pa.swap(j * n + c, p * n + c);
+                }
+            }
+            assert_close(&matmul(&l, &u, m, k, n), &pa, 1e-12);
+            // Partial pivoting by |re| + |im| bounds the multipliers by 1 (real) or sqrt 2.
+            let bound = if complex { 2f64.sqrt() } else { 1.0 };
+            assert!(l.iter().all(|&x| x.norm() <= bound + 1e-15));
+        }
+    }
+
+    #[test]
+    fn getrf_flags_a_singular_matrix() {
+        let a = f32s(&[2, 2], &[0.0, 1.0, 0.0, 2.0]);
+        let r = call(
+            "lapack_sgetrf_ffi",
+            &[a],
+            &[
+                t(&[2, 2], ElementType::F32),
+                t(&[2], ElementType::S32),
+                t(&[], ElementType::S32),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(to_i32(&r[2]), vec![1]);
+        assert_eq!(to_i32(&r[1]), vec![1, 2]);
+    }
+
+    #[test]
+    fn geqrf_and_orgqr_give_q_r() {
+        for (m, n, complex) in [(4, 4, false), (6, 3, true), (3, 5, true), (5, 2, false)] {
+            let a = random(m, n, complex, 23);
+            let k = m.min(n);
+            let shape = [2, m as i64, n as i64];
+            let mut batch = a.clone();
+            batch.extend(a.iter().map(|x| x * 2.0));
+            let r = call(
+                "lapack_zgeqrf_ffi",
+                &[c128s(&shape, &batch)],
+                &[
+                    t(&shape, ElementType::C128),
+                    t(&[2, k as i64], ElementType::C128),
+                ],
+                &[],
+            )
+            .unwrap();
+            let packed = to_c(&r[0]);
+            let taus = to_c(&r[1]);
+            // orgqr needs m >= n: expand the first k columns of the reflectors into Q.
+            let mut first = vec![ZERO; 2 * m * k];
+            for b in 0..2 {
+                for i in 0..m {
+                    for j in 0..k {
+                        first[(b * m + i) * k + j] = packed[(b * m + i) * n + j];
+                    }
+                }
+            }
+            let q = call(
+                "lapack_zungqr_ffi",
+                &[c128s(&[2, m as i64, k as i64], &first), r[1].clone()],
+                &[t(&[2, m as i64, k as i64], ElementType::C128)],
+                &[],
+            )
+            .unwrap();
+            let q = to_c(&q[0]);
+            for b in 0..2 {
+                let qb = &q[b * m * k..(b + 1) * m * k];
+                let mut rb = vec![ZERO; k * n];
+                for i in 0..k {
+                    for j in i..n {
+                        rb[i * n + j] = packed[b * m * n + i * n + j];
+                    }
+                }
+                let scale = (b + 1) as f64;
+                let want: Vec<C> = a.iter().map(|x| x * scale).collect();
+                assert_close(&matmul(qb, &rb, m, k, n), &want, 1e-12);
+                assert_close(
+                    &matmul(&adjoint(qb, m, k), qb, k, m, k),
+                    &identity(k),
+                    1e-12,
+                );
+                // LAPACK's convention: tau is 0 or has 1 <= Re(tau) <= 2.
+                for tau in &taus[b * k..(b + 1) * k] {
+                    assert!(*tau == ZERO || (1.0..=2.0).contains(&tau.re), "{tau}");
+                    if !complex {
+                        assert_eq!(tau.im, 0.0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn syevd_gives_ascending_eigenpairs() {
+        for (target, complex, lower) in [
+            ("lapack_dsyevd_ffi", false, true),
+            ("lapack_zheevd_ffi", true, false),
+        ] {
+            let n = 6;
+            let b = random(n, n, complex, 31);
+            let a: Vec<C> = (0..n * n)
+                .map(|q| b[q] + b[(q % n) * n + q / n].conj())
+                .collect();
+            let et = if complex {
+                ElementType::C128
+            } else {
+                ElementType::F64
+            };
+            let input = encode(
+                &convert_array(&Array::C128(a.clone()), et),
+                TensorType::new(vec![n as i64, n as i64], et),
+            )
+            .unwrap();
+            let r = call(
+                target,
+                &[input],
+                &[
+                    t(&[6, 6], et),
+                    t(&[6], ElementType::F64),
+                    t(&[], ElementType::S32),
+                ],
+                &[("mode", 'V'), ("uplo", if lower { 'L' } else { 'U' })],
+            )
+            .unwrap();
+            let v = to_c(&r[0]);
+            let w = to_f64(&r[1]);
+            assert_eq!(to_i32(&r[2]), vec![0]);
+            assert!(w.windows(2).all(|p| p[0] <= p[1]), "{w:?}");
+            let av = matmul(&a, &v, n, n, n);
+            let vw: Vec<C> = (0..n * n).map(|q| v[q] * w[q % n]).collect();
+            assert_close(&av, &vw, 1e-12);
+            assert_close(
+                &matmul(&adjoint(&v, n, n), &v, n, n, n),
+                &identity(n),
+                1e-12,
+            );
+        }
+    }
+
+    #[test]
+    fn gesdd_reconstructs_in_every_mode() {
+        for (m, n, complex) in [(5, 3, false), (3, 5, true), (4, 4, true)] {
+            let a = random(m, n, complex, 41);
+            let k = m.min(n);
+            let (mi, ni, ki) = (m as i64, n as i64, k as i64);
+            let run = |mode: char, uc: i64, vr: i64| {
+                call(
+                    "lapack_zgesdd_ffi",
+                    &[c128s(&[mi, ni], &a)],
+                    &[
+                        t(&[mi, ni], ElementType::C128),
+                        t(&[ki], ElementType::F64),
+                        t(&[mi, uc], ElementType::C128),
+                        t(&[vr, ni], ElementType::C128),
+                        t(&[], ElementType::S32),
+                    ],
+                    &[("mode", mode)],
+                )
+                .unwrap()
+            };
+            let full = run('A', mi, ni);
+            let s = to_f64(&full[1]);
+            assert!(s.windows(2).all(|p| p[0] >= p[1]) && s[k - 1] > 0.0);
+            let u = to_c(&full[2]);
+            let vt = to_c(&full[3]);
+            assert_close(
+                &matmul(&adjoint(&u, m, m), &u, m, m, m),
+                &identity(m),
+                1e-12,
+            );
+            assert_close(
+                &matmul(&vt, &adjoint(&vt, n, n), n, n, n),
+                &identity(n),
+                1e-12,
+            );
+            let mut sigma = vec![ZERO; m * n];
+            for d in 0..k {
+                sigma[d * n + d] = C::new(s[d], 0.0);
+            }
+            let usv = matmul(&matmul(&u, &sigma, m, m, n), &vt, m, n, n);
+            assert_close(&usv, &a, 1e-12);
+            let thin = run('S', ki, ki);
+            let (u, vt) = (to_c(&thin[2]), to_c(&thin[3]));
+            let us: Vec<C> = (0..m * k).map(|q| u[q] * s[q % k]).collect();
+            assert_close(&matmul(&us, &vt, m, k, n), &a, 1e-12);
+            let none = run('N', mi, ni);
+            assert_eq!(to_f64(&none[1]), s);
+        }
+    }
+
+    #[test]
+    fn svd_of_a_rank_deficient_matrix_has_orthonormal_u() {
+        // Rank one: every row is a multiple of [1, 2, 2].
+        let a = f64s(&[3, 3], &[1.0, 2.0, 2.0, 2.0, 4.0, 4.0, -1.0, -2.0, -2.0]);
+        let r = call(
+            "lapack_dgesdd_ffi",
+            &[a],
+            &[
+                t(&[3, 3], ElementType::F64),
+                t(&[3], ElementType::F64),
+                t(&[3, 3], ElementType::F64),
+                t(&[3, 3], ElementType::F64),
+                t(&[], ElementType::S32),
+            ],
+            &[("mode", 'A')],
+        )
+        .unwrap();
+        let s = to_f64(&r[1]);
+        assert!((s[0] - 54f64.sqrt()).abs() < 1e-12 && s[1] < 1e-12 && s[2] < 1e-12);
+        let u = to_c(&r[2]);
+        assert_close(
+            &matmul(&adjoint(&u, 3, 3), &u, 3, 3, 3),
+            &identity(3),
+            1e-12,
+        );
+    }
+
+    #[test]
+    fn gehrd_gives_a_unitary_similarity_to_hessenberg_form() {
+        for (n, complex) in [(5, false), (4, true), (1, false)] {
+            let a = random(n, n, complex, 51);
+            let ni = n as i64;
+            let r = call(
+                "lapack_zgehrd_ffi",
+                &[c128s(&[1, ni, ni], &a)],
+                &[
+                    t(&[1, ni, ni], ElementType::C128),
+                    t(&[1, ni - 1], ElementType::C128),
+                    t(&[1], ElementType::S32),
+                ],
+                &[],
+            )
+            .unwrap();
+            let packed = to_c(&r[0]);
+            let taus = to_c(&r[1]);
+            // Q = H_1 ... H_{n-1}, built by applying each reflector to the identity.
+            let mut q = identity(n);
+            for (j, &tau) in taus.iter().enumerate().rev() {
+                let mut v = vec![ZERO; n];
+                v[j + 1] = ONE;
+                for i in j + 2..n {
+                    v[i] = packed[i * n + j];
+                }
+                let vvh: Vec<C> = (0..n * n)
+                    .map(|k| tau * v[k / n] * v[k % n].conj())
+                    .collect();
+                let h: Vec<C> = identity(n).iter().zip(&vvh).map(|(i, x)| i - x).collect();
+                q = matmul(&h, &q, n, n, n);
+            }
+            let mut hess = packed.clone();
+            for j in 0..n {
+                for i in j + 2..n {
+                    hess[i * n + j] = ZERO;
+                }
+            }
+            let qhqh = matmul(&matmul(&q, &hess, n, n, n), &adjoint(&q, n, n), n, n, n);
+            assert_close(&qhqh, &a, 1e-12);
+            assert_close(
+                &matmul(&adjoint(&q, n, n), &q, n, n, n),
+                &identity(n),
+                1e-12,
+            );
+        }
+    }
+
+    fn geev_run(target: &str, a: Literal, n: i64, real: bool) -> Vec<Literal> {
+        let (et, ct) = match a.ty.element_type {
+            ElementType::F64 => (ElementType::F64, ElementType::C128),
+            ElementType::F32 => (ElementType::F32, ElementType::C64),
+            other => (other, other),
+        };
+        let mut results = vec![t(&[n], et)];
+        if real {
+            results.push(t(&[n], et));
+        }
+        results.extend([t(&[n, n], ct), t(&[n, n], ct), t(&[], ElementType::S32)]);
+        call(
+            target,
+            &[a],
+            &results,
+            &[("compute_left", 'V'), ("compute_right", 'V')],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn geev_gives_left_and_right_eigenvectors() {
+        for (n, complex) in [(6, false), (5, true), (1, true)] {
+            let a = random(n, n, complex, 61);
+            let ni = n as i64;
+            let (r, w) = if complex {
+                let r = geev_run("lapack_zgeev_ffi", c128s(&[ni, ni], &a), ni, false);
+                let w = to_c(&r[0]);
+                (r[1..].to_vec(), w)
+            } else {
+                let re: Vec<f64> = a.iter().map(|x| x.re).collect();
+                let r = geev_run("lapack_dgeev_ffi", f64s(&[ni, ni], &re), ni, true);
+                let (wr, wi) = (to_f64(&r[0]), to_f64(&r[1]));
+                let w: Vec<C> = wr.iter().zip(&wi).map(|(&x, &y)| C::new(x, y)).collect();
+                // Complex eigenvalues of a real matrix come in conjugate pairs.
+                let mut im: Vec<f64> = wi.clone();
+                im.sort_by(f64::total_cmp);
+                let mut neg: Vec<f64> = wi.iter().map(|x| -x).collect();
+                neg.sort_by(f64::total_cmp);
+                assert_close(
+                    &im.iter().map(|&x| C::new(x, 0.0)).collect::<Vec<_>>(),
+                    &neg.iter().map(|&x| C::new(x, 0.0)).collect::<Vec<_>>(),
+                    1e-12,
+                );
+                (r[2..].to_vec(), w)
+            };
+            let (vl, vr) = (to_c(&r[0]), to_c(&r[1]));
+            assert_eq!(to_i32(&r[2]), vec![0]);
+            let av = matmul(&a, &vr, n, n, n);
+            let vw: Vec<C> = (0..n * n).map(|q| vr[q] * w[q % n]).collect();
+            assert_close(&av, &vw, 1e-10);
+            // vl^H a = diag(w) vl^H.
+            let vla = matmul(&adjoint(&vl, n, n), &a, n, n, n);
+            let wvl: Vec<C> = (0..n * n)
+                .map(|q| adjoint(&vl, n, n)[q] * w[q / n])
+                .collect();
+            assert_close(&vla, &wvl, 1e-10);
+            for v in [&vl, &vr] {
+                for col in 0..n {
+                    let norm: f64 = (0..n).map(|r| v[r * n + col].norm_sqr()).sum();
+                    assert!((norm - 1.0).abs() < 1e-12);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn geev_of_real_matrices_keeps_real_eigenvalues_real() {
+        // A rotation by 90 degrees: eigenvalues +-i.
+        let r = geev_run(
+            "lapack_dgeev_ffi",
+            f64s(&[2, 2], &[0.0, -1.0, 1.0, 0.0]),
+            2,
+            true,
+        );
+        let mut wi = to_f64(&r[1]);
+        wi.sort_by(f64::total_cmp);
+        assert_close(
+            &[C::new(wi[0], 0.0), C::new(wi[1], 0.0)],
+            &[C::new(-1.0, 0.0), C::new(1.0, 0.0)],
+            1e-14,
+        );
+        assert!(to_f64(&r[0]).iter().all(|x| x.abs() < 1e-14));
+        // An upper triangular matrix: eigenvalues 1, 2, 3 exactly real.
+        let a = f32s(&[3, 3], &[1.0, 5.0, -2.0, 0.0, 2.0, 7.0, 0.0, 0.0, 3.0]);
+        let r = geev_run("lapack_sgeev_ffi", a, 3, true);
+        let mut wr = to_f32(&r[0]);
+        wr.sort_by(f32::total_cmp);
+        assert_eq!(wr, vec![1.0, 2.0, 3.0]);
+        assert_eq!(to_f32(&r[1]), vec![0.0; 3]);
+        let vr = to_c(&r[3]);
+        assert!(vr.iter().all(|z| z.im == 0.0));
+    }
+
+    #[test]
+    fn gees_gives_the_complex_schur_form() {
+        let n = 5;
+        let a = random(n, n, true, 71);
+        let r = call(
+            "lapack_zgees_ffi",
+            &[c128s(&[1, 5, 5], &a)],
+            &[
+                t(&[1, 5, 5], ElementType::C128),
+                t(&[1, 5, 5], ElementType::C128),
+                t(&[1, 5], ElementType::C128),
+                t(&[1], ElementType::S32),
+                t(&[1], ElementType::S32),
+            ],
+            &[("mode", 'V'), ("sort", 'N')],
+        )
+        .unwrap();
+        let (tm, z, w) = (to_c(&r[0]), to_c(&r[1]), to_c(&r[2]));
+        assert_eq!(to_i32(&r[4]), vec![0]);
+        for i in 0..n {
+            assert_eq!(w[i], tm[i * n + i]);
+            for j in 0..i {
+                assert_eq!(tm[i * n + j], ZERO);
+            }
+        }
+        let ztz = matmul(&matmul(&z, &tm, n, n, n), &adjoint(&z, n, n), n, n, n);
+        assert_close(&ztz, &a, 1e-12);
+        assert_close(
+            &matmul(&adjoint(&z, n, n), &z, n, n, n),
+            &identity(n),
+            1e-12,
+        );
+    }
+
+    /// `Q = H_1 ... H_r` from reflectors stored below row `offset + j` of column `j`.
+    fn reflectors_to_q(packed: &[C], taus: &[C], n: usize, offset: usize) -> Vec<C> {
+        let mut q = identity(n);
+        for (j, &tau) in taus.iter().enumerate().rev() {
+            let mut v = vec![ZERO; n];
+            v[j + offset] = ONE;
+            for i in j + offset + 1..n {
+                v[i] = packed[i * n + j];
+            }
+            let h: Vec<C> = (0..n * n)
+                .map(|k| identity(n)[k] - tau * v[k / n] * v[k % n].conj())
+                .collect();
+            q = matmul(&h, &q, n, n, n);
+        }
+        q
+    }
+
+    #[test]
+    fn geqp3_pivots_by_column_norm() {
+        for (m, n, complex, fixed) in [
+            (4, 4, false, vec![0, 0, 0, 0]),
+            (5, 3, true, vec![0, 0, 0]),
+            (4, 4, false, vec![0, 0, 1, 0]),
+        ] {
+            let a = random(m, n, complex, 81);
+            let (mi, ni) = (m as i64, n as i64);
+            let r = call(
+                "lapack_zgeqp3_ffi",
+                &[c128s(&[mi, ni], &a), i32s(&[ni], &fixed)],
+                &[
+                    t(&[mi, ni], ElementType::C128),
+                    t(&[ni], ElementType::S32),
+                    t(&[n.min(m) as i64], ElementType::C128),
+                ],
+                &[],
+            )
+            .unwrap();
+            let (packed, jpvt, taus) = (to_c(&r[0]), to_i32(&r[1]), to_c(&r[2]));
+            let mut sorted = jpvt.clone();
+            sorted.sort();
+            assert_eq!(sorted, (1..=n as i32).collect::<Vec<_>>());
+            if fixed[2] != 0 {
+                assert_eq!(jpvt[0], 3);
+            }
+            // Square-pad the reflectors to build the full Q (m x m).
+            let mut padded = vec![ZERO; m * m];
+            for i in 0..m {
+                for j in 0..n.min(m) {
+                    padded[i * m + j] = packed[i * n + j];
+                }
+            }
+            let q = reflectors_to_q(&padded, &taus, m, 0);
+            let mut rm = vec![ZERO; m * n];
+            for i in 0..m {
+                for j in i..n {
+                    rm[i * n + j] = packed[i * n + j];
+                }
+            }
+            let permuted: Vec<C> = (0..m * n)
+                .map(|q| a[(q / n) * n + (jpvt[q % n] - 1) as usize])
+                .collect();
+            assert_close(&matmul(&q, &rm, m, m, n), &permuted, 1e-12);
+            // Without fixed columns, |R| decreases along the diagonal.
+            if fixed.iter().all(|&f| f == 0) {
+                let diag: Vec<f64> = (0..n.min(m)).map(|i| rm[i * n + i].norm()).collect();
+                assert!(diag.windows(2).all(|p| p[0] >= p[1] - 1e-12), "{diag:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn sytrd_gives_a_tridiagonal_similarity() {
+        for complex in [false, true] {
+            let n = 5;
+            let b = random(n, n, complex, 91);
+            let a: Vec<C> = (0..n * n)
+                .map(|q| b[q] + b[(q % n) * n + q / n].conj())
+                .collect();
+            let r = call(
+                "lapack_zhetrd_ffi",
+                &[c128s(&[5, 5], &a)],
+                &[
+                    t(&[5, 5], ElementType::C128),
+                    t(&[5], ElementType::F64),
+                    t(&[4], ElementType::F64),
+                    t(&[4], ElementType::C128),
+                    t(&[], ElementType::S32),
+                ],
+                &[("uplo", 'L')],
+            )
+            .unwrap();
+            let (packed, d, e, taus) = (to_c(&r[0]), to_f64(&r[1]), to_f64(&r[2]), to_c(&r[3]));
+            for i in 0..n {
+                for j in i + 1..n {
+                    assert_eq!(packed[i * n + j], a[i * n + j]);
+                }
+            }
+            let q = reflectors_to_q(&packed, &taus, n, 1);
+            let mut tri = vec![ZERO; n * n];
+            for i in 0..n {
+                tri[i * n + i] = C::new(d[i], 0.0);
+                if i + 1 < n {
+                    tri[(i + 1) * n + i] = C::new(e[i], 0.0);
+                    tri[i * n + i + 1] = C::new(e[i], 0.0);
+                }
+            }
+            let qtq = matmul(&matmul(&q, &tri, n, n, n), &adjoint(&q, n, n), n, n, n);
+            assert_close(&qtq, &a, 1e-12);
+        }
+    }
+
+    #[test]
+    fn gees_gives_the_real_schur_form() {
+        for (n, seed) in [(6, 101), (7, 102), (3, 103), (1, 104)] {
+            let a: Vec<f64> = noise(n * n, seed);
+            let ni = n as i64;
+            let r = call(
+                "lapack_dgees_ffi",
+                &[f64s(&[ni, ni], &a)],
+                &[
+                    t(&[ni, ni], ElementType::F64),
+                    t(&[ni, ni], ElementType::F64),
+                    t(&[ni], ElementType::F64),
+                    t(&[ni], ElementType::F64),
+                    t(&[], ElementType::S32),
+                    t(&[], ElementType::S32),
+                ],
+                &[("mode", 'V'), ("sort", 'N')],
+            )
+            .unwrap();
+            assert_eq!(to_i32(&r[5]), vec![0]);
+            let (tm, z, wr, wi) = (to_f64(&r[0]), to_f64(&r[1]), to_f64(&r[2]), to_f64(&r[3]));
+            for i in 0..n {
+                for j in 0..i.saturating_sub(1) {
+                    assert_eq!(tm[i * n + j], 0.0);
+                }
+            }
+            let mut i = 0;
+            while i < n {
+                if i + 1 < n && tm[(i + 1) * n + i] != 0.0 {
+                    // A standardized 2x2 block holding a conjugate pair.
+                    assert_eq!(tm[i * n + i], tm[(i + 1) * n + i + 1]);
+                    assert!(tm[i * n + i + 1] * tm[(i + 1) * n + i] < 0.0);
+                    assert!(i + 2 >= n || tm[(i + 2) * n + i + 1] == 0.0);
+                    assert!(wi[i] > 0.0 && wi[i + 1] == -wi[i] && wr[i] == wr[i + 1]);
+                    i += 2;
+                } else {
+                    assert_eq!((wr[i], wi[i]), (tm[i * n + i], 0.0));
+                    i += 1;
+                }
+            }
+            let lift = |v: &[f64]| v.iter().map(|&x| C::new(x, 0.0)).collect::<Vec<_>>();
+            let (tc, zc) = (lift(&tm), lift(&z));
+            let ztz = matmul(&matmul(&zc, &tc, n, n, n), &adjoint(&zc, n, n), n, n, n);
+            assert_close(&ztz, &lift(&a), 1e-12);
+            assert_close(
+                &matmul(&adjoint(&zc, n, n), &zc, n, n, n),
+                &identity(n),
+                1e-12,
+            );
+        }
+    }
+
+    #[test]
+    fn bad_calls_are_errors() {
+        let a = f32s(&[2, 3], &[0.0; 6]);
+        // Not square.
+        let err = call(
+            "lapack_spotrf_ffi",
+            std::slice::from_ref(&a),
+            &[t(&[2, 3], ElementType::F32), t(&[], ElementType::S32)],
+            &[],
+        );
+        assert!(err.is_err());
+        // Wrong element type for the target.
+        let err = call(
+            "lapack_dgetrf_ffi",
+            std::slice::from_ref(&a),
+            &[
+                t(&[2, 3], ElementType::F64),
+                t(&[2], ElementType::S32),
+                t(&[], ElementType::S32),
+            ],
+            &[],
+        );
+        assert!(err.is_err());
+        // Wrong result shape.
+        let err = call(
+            "lapack_sgetrf_ffi",
+            std::slice::from_ref(&a),
+            &[
+                t(&[2, 3], ElementType::F32),
+                t(&[3], ElementType::S32),
+                t(&[], ElementType::S32),
+            ],
+            &[],
+        );
+        assert!(err.is_err());
+        // A bad mode character.
+        let err = call(
+            "lapack_sgesdd_ffi",
+            std::slice::from_ref(&a),
+            &[
+                t(&[2, 3], ElementType::F32),
+                t(&[2], ElementType::F32),
+                t(&[2, 2], ElementType::F32),
+                t(&[3, 3], ElementType::F32),
+                t(&[], ElementType::S32),
+            ],
+            &[("mode", 'X')],
+        );
+        assert!(err.is_err());
+        // An unknown target.
+        let err = call(
+            "lapack_strsm_ffi",
+            &[a],
+            &[t(&[2, 3], ElementType::F32)],
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("lapack_strsm_ffi"), "{err}");
+    }
+}

@@ -1,0 +1,88 @@
+"""Lowering rules for the linear-algebra primitives that JAX lowers per platform.
+
+For a platform other than ``cpu``, JAX lowers each primitive with its generic
+rule. Several linear-algebra primitives (``eigh``, ``svd``, ``lu``, ``schur``,
+``eig``, ...) have no generic rule at all, and a few others (``geqrf``,
+``householder_product``) have one that emits TPU-only custom calls. For those,
+:func:`register` installs for the ``oxla`` platform the very rules JAX uses for
+``cpu``: programs then carry the ``lapack_*_ffi`` custom calls, with JAX's cpu
+pre- and post-processing around them, and oxla implements those targets
+natively.
+
+Everything here is best effort: a primitive or rule missing from the installed
+JAX version is skipped, never an error.
+"""
+
+import functools
+import logging
+
+logger = logging.getLogger(__name__)
+
+PLATFORM = "oxla"
+
+#: Primitive attribute names in ``jax._src.lax.linalg``, each with the name of
+#: the function JAX registers for ``cpu`` and whether that function takes a
+#: ``target_name_prefix`` argument (used only when the cpu rule cannot be read
+#: back from JAX's lowering registry).
+_PRIMITIVES = (
+    ("cholesky_p", "_cholesky_cpu_lowering", False),
+    ("eig_p", "_eig_cpu_lowering", False),
+    ("eigh_p", "_eigh_cpu_gpu_lowering", True),
+    ("hessenberg_p", "_hessenberg_cpu_lowering", False),
+    ("householder_product_p", "_householder_product_cpu_gpu_lowering", True),
+    ("lu_p", "_lu_cpu_gpu_lowering", True),
+    ("geqrf_p", "_geqrf_cpu_gpu_lowering", True),
+    ("geqp3_p", "_geqp3_cpu_gpu_lowering", True),
+    ("schur_p", "_schur_cpu_lowering", False),
+    ("svd_p", "_svd_cpu_gpu_lowering", True),
+    ("tridiagonal_p", "_tridiagonal_cpu_gpu_lowering", True),
+)
+
+#: The rules installed by :func:`register`, by primitive name.
+_registered = {}
+
+
+def _cpu_rule(mlir, linalg, prim, fallback_name, takes_prefix):
+    """The rule JAX uses to lower ``prim`` for ``cpu``, or ``None``."""
+    table = getattr(mlir, "_platform_specific_lowerings", None)
+    try:
+        entry = table["cpu"].get(prim) if table is not None else None
+    except (KeyError, TypeError, AttributeError):
+        entry = None
+    rule = getattr(entry, "rule", None)
+    if rule is not None:
+        return rule
+    fn = getattr(linalg, fallback_name, None)
+    if fn is None:
+        return None
+    return functools.partial(fn, target_name_prefix="cpu") if takes_prefix else fn
+
+
+def register():
+    """Registers the cpu lowering rules of the linalg primitives for ``oxla``.
+
+    Idempotent; returns the names of the primitives that have an oxla rule.
+    Must run after the oxla platform is known to JAX (after registering the
+    plugin), since JAX only accepts rules for known platforms.
+    """
+    try:
+        from jax._src.interpreters import mlir
+        from jax._src.lax import linalg
+    except ImportError:
+        return sorted(_registered)
+    for prim_name, fallback_name, takes_prefix in _PRIMITIVES:
+        if prim_name in _registered:
+            continue
+        prim = getattr(linalg, prim_name, None)
+        if prim is None:
+            continue
+        rule = _cpu_rule(mlir, linalg, prim, fallback_name, takes_prefix)
+        if rule is None:
+            continue
+        try:
+            mlir.register_lowering(prim, rule, platform=PLATFORM)
+        except Exception as err:  # an older or newer JAX with other rules
+            logger.debug("no oxla lowering for %s: %s", prim_name, err)
+            continue
+        _registered[prim_name] = rule
+    return sorted(_registered)

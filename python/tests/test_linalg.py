@@ -1,0 +1,344 @@
+"""jnp.linalg and jax.scipy.linalg on oxla against JAX's cpu backend.
+
+On oxla these primitives lower through JAX's cpu rules to ``lapack_*_ffi``
+custom calls (see ``oxla.lowerings``), which oxla implements natively. Where
+LAPACK fixes the answer (Cholesky, LU with partial pivoting, Householder QR,
+eigenvalues, singular values, solves, determinants) the results are compared
+directly; eigenvectors and singular vectors are unique only up to a phase per
+vector, so for them the tests compare reconstructions and invariants.
+"""
+
+import numpy as np
+import pytest
+
+from _support import require_jax
+
+jax = require_jax()
+jnp = jax.numpy
+
+SQUARE_SHAPES = [(1, 1), (3, 3), (6, 6), (2, 4, 4), (2, 3, 5, 5)]
+RECT_SHAPES = [(4, 4), (6, 3), (3, 6), (2, 5, 2), (2, 2, 3)]
+DTYPES = [np.float32, np.float64]
+
+
+def tol(dtype):
+    return 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+
+
+def rand(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.issubdtype(np.dtype(dtype), np.complexfloating):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def well_conditioned(shape, dtype, seed=0):
+    """A random matrix plus n on the diagonal: far from singular."""
+    n = shape[-1]
+    return (rand(shape, dtype, seed) + n * np.eye(n)).astype(dtype)
+
+
+def hermitian(shape, dtype, seed=0):
+    x = rand(shape, dtype, seed)
+    return ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dtype)
+
+
+def positive_definite(shape, dtype, seed=0):
+    x = rand(shape, dtype, seed)
+    n = shape[-1]
+    return (x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: np.dtype(d).name)
+def dtype(request):
+    """Each float type; float64 runs with x64 enabled."""
+    if request.param == np.float64:
+        with jax.enable_x64(True):
+            yield request.param
+    else:
+        yield request.param
+
+
+def run(fn, args, device):
+    """jit(fn) on `device`, results as NumPy arrays (a tuple when fn returns several)."""
+    placed = jax.device_put(args, device)
+    out = jax.jit(fn)(*placed)
+    return jax.tree.map(np.asarray, out)
+
+
+def both(fn, *args, oxla_device, cpu_device):
+    got = run(fn, args, oxla_device)
+    want = run(fn, args, cpu_device)
+    return got, want
+
+
+def assert_close(got, want, dtype, scale=1.0):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype
+    t = tol(dtype) * scale
+    np.testing.assert_allclose(got, want, rtol=t, atol=t)
+
+
+@pytest.mark.parametrize("shape", SQUARE_SHAPES, ids=str)
+def test_cholesky(shape, dtype, oxla_device, cpu_device):
+    a = positive_definite(shape, dtype)
+    got, want = both(jnp.linalg.cholesky, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype)
+    for upper in (False, True):
+        got, want = both(
+            lambda x: jnp.linalg.cholesky(x, upper=upper),
+            a,
+            oxla_device=oxla_device,
+            cpu_device=cpu_device,
+        )
+        assert_close(got, want, dtype)
+
+
+def test_cholesky_of_an_indefinite_matrix_is_nan(oxla_device, cpu_device):
+    a = np.array([[[4.0, 2.0], [2.0, 5.0]], [[1.0, 2.0], [2.0, 1.0]]], np.float32)
+    got, want = both(jnp.linalg.cholesky, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[1]).any() and not np.isnan(got[0]).any()
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", SQUARE_SHAPES, ids=str)
+def test_solve_inv_det_slogdet(shape, dtype, oxla_device, cpu_device):
+    a = well_conditioned(shape, dtype)
+    b = rand(shape[:-1] + (2,), dtype, seed=1)
+    for fn in (jnp.linalg.solve, lambda x, y: jnp.linalg.inv(x) @ y):
+        got, want = both(fn, a, b, oxla_device=oxla_device, cpu_device=cpu_device)
+        assert_close(got, want, dtype)
+    got, want = both(jnp.linalg.inv, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype)
+    got, want = both(jnp.linalg.det, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype, scale=10)
+    (sign, logdet), (want_sign, want_logdet) = both(
+        jnp.linalg.slogdet, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    np.testing.assert_array_equal(sign, want_sign)
+    assert_close(logdet, want_logdet, dtype, scale=10)
+
+
+def test_det_of_a_singular_matrix(oxla_device, cpu_device):
+    a = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
+    got, want = both(jnp.linalg.det, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert got == want == 0.0
+    (sign, logdet), (want_sign, want_logdet) = both(
+        jnp.linalg.slogdet, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert sign == want_sign == 0.0 and logdet == want_logdet == -np.inf
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (5, 5), (4, 6), (6, 4)], ids=str)
+def test_scipy_lu(shape, dtype, oxla_device, cpu_device):
+    a = rand(shape, dtype)
+    got, want = both(jax.scipy.linalg.lu, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    for g, w in zip(got, want):
+        assert_close(g, w, dtype)
+    p, l, u = got
+    assert_close(p @ l @ u, a, dtype, scale=10)
+
+
+@pytest.mark.parametrize("shape", SQUARE_SHAPES + RECT_SHAPES, ids=str)
+def test_lax_lu_batched(shape, dtype, oxla_device, cpu_device):
+    a = rand(shape, dtype, seed=3)
+    got, want = both(jax.lax.linalg.lu, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    lu, pivots, perm = got
+    assert_close(lu, want[0], dtype)
+    np.testing.assert_array_equal(pivots, want[1])
+    np.testing.assert_array_equal(perm, want[2])
+
+
+@pytest.mark.parametrize("shape", RECT_SHAPES + [(2, 3, 5, 5)], ids=str)
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(shape, mode, dtype, oxla_device, cpu_device):
+    a = rand(shape, dtype, seed=5)
+    fn = lambda x: jnp.linalg.qr(x, mode=mode)  # noqa: E731
+    got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    if mode == "r":
+        assert_close(got, want, dtype, scale=10)
+        return
+    q, r = got
+    # Householder QR with LAPACK's sign convention is unique for full-rank input.
+    assert_close(q, want[0], dtype, scale=10)
+    assert_close(r, want[1], dtype, scale=10)
+    assert_close(q @ r, a, dtype, scale=10)
+    eye = np.eye(q.shape[-1], dtype=dtype)
+    assert_close(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(eye, q.shape[:-2] + eye.shape), dtype)
+
+
+@pytest.mark.parametrize("shape", SQUARE_SHAPES, ids=str)
+def test_eigh(shape, dtype, oxla_device, cpu_device):
+    a = hermitian(shape, dtype, seed=7)
+    (w, v), (want_w, want_v) = both(
+        jnp.linalg.eigh, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert_close(w, want_w, dtype, scale=10)
+    assert (np.diff(w, axis=-1) >= 0).all()
+    # Eigenvectors up to sign: A v = v diag(w), V orthonormal, and matching cpu's up to sign.
+    assert_close(a @ v, v * w[..., None, :], dtype, scale=10)
+    eye = np.broadcast_to(np.eye(shape[-1], dtype=dtype), a.shape)
+    assert_close(np.swapaxes(v, -1, -2) @ v, eye, dtype)
+    overlap = np.abs(np.swapaxes(want_v, -1, -2) @ v)
+    assert_close(overlap, eye, dtype, scale=100)
+    got = run(lambda x: jnp.linalg.eigvalsh(x), (a,), oxla_device)
+    assert_close(got, want_w, dtype, scale=10)
+
+
+def test_eigh_complex(oxla_device, cpu_device):
+    a = hermitian((2, 4, 4), np.complex64, seed=9)
+    (w, v), (want_w, _) = both(jnp.linalg.eigh, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert w.dtype == np.float32
+    assert_close(w, want_w, np.complex64, scale=10)
+    assert_close(a @ v, v * w[..., None, :], np.complex64, scale=10)
+
+
+@pytest.mark.parametrize("shape", RECT_SHAPES + [(2, 3, 5, 5)], ids=str)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd(shape, full_matrices, dtype, oxla_device, cpu_device):
+    a = rand(shape, dtype, seed=11)
+    fn = lambda x: jnp.linalg.svd(x, full_matrices=full_matrices)  # noqa: E731
+    (u, s, vt), (want_u, want_s, want_vt) = both(
+        fn, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert u.shape == want_u.shape and vt.shape == want_vt.shape
+    assert_close(s, want_s, dtype, scale=10)
+    assert (np.diff(s, axis=-1) <= 0).all()
+    k = s.shape[-1]
+    assert_close((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], a, dtype, scale=10)
+    for m in (u, np.swapaxes(vt, -1, -2)):
+        eye = np.broadcast_to(np.eye(m.shape[-1], dtype=dtype), m.shape[:-2] + (m.shape[-1],) * 2)
+        assert_close(np.swapaxes(m, -1, -2) @ m, eye, dtype)
+    got = run(lambda x: jnp.linalg.svd(x, compute_uv=False), (a,), oxla_device)
+    assert_close(got, want_s, dtype, scale=10)
+
+
+def test_svd_complex(oxla_device, cpu_device):
+    a = rand((2, 3, 5), np.complex64, seed=13)
+    (u, s, vt), (_, want_s, _) = both(
+        jnp.linalg.svd, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert_close(s, want_s, np.complex64, scale=10)
+    assert_close((u[..., :, :3] * s[..., None, :]) @ vt[..., :3, :], a, np.complex64, scale=10)
+
+
+def test_norms_and_pinv(dtype, oxla_device, cpu_device):
+    a = rand((2, 4, 3), dtype, seed=17)
+    for fn in (
+        lambda x: jnp.linalg.norm(x, ord=2, axis=(-2, -1)),
+        lambda x: jnp.linalg.norm(x, ord="nuc", axis=(-2, -1)),
+        jnp.linalg.pinv,
+        jnp.linalg.matrix_rank,
+    ):
+        got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+        assert_close(got, want, dtype, scale=10)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 5, 5)], ids=str)
+def test_eig(shape, dtype, oxla_device, cpu_device):
+    a = rand(shape, dtype, seed=19)
+    (w, v), (want_w, _) = both(jnp.linalg.eig, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert w.dtype == want_w.dtype and v.dtype == want_w.dtype
+    # LAPACK leaves the order of the eigenvalues unspecified: compare them sorted.
+    key = lambda x: np.sort_complex(np.round(x, 4))  # noqa: E731
+    assert_close(key(w), key(want_w), dtype, scale=100)
+    assert_close(a @ v, v * w[..., None, :], dtype, scale=100)
+    assert_close(np.linalg.norm(v, axis=-2), np.ones(w.shape, dtype), dtype)
+    got = run(jnp.linalg.eigvals, (a,), oxla_device)
+    assert_close(key(got), key(want_w), dtype, scale=100)
+
+
+def test_eig_of_a_rotation_is_imaginary(oxla_device):
+    a = np.array([[0.0, -2.0], [2.0, 0.0]], np.float32)
+    w = run(jnp.linalg.eigvals, (a,), oxla_device)
+    np.testing.assert_allclose(np.sort_complex(w), [-2j, 2j], atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 4, 6])
+def test_hessenberg(n, dtype, oxla_device, cpu_device):
+    a = rand((n, n), dtype, seed=23)
+    fn = lambda x: jax.scipy.linalg.hessenberg(x, calc_q=True)  # noqa: E731
+    (h, q), (want_h, want_q) = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    # Householder reduction with LAPACK's conventions is unique.
+    assert_close(h, want_h, dtype, scale=10)
+    assert_close(q, want_q, dtype, scale=10)
+    assert_close(q @ h @ q.T, a, dtype, scale=10)
+
+
+def test_complex_schur(oxla_device, cpu_device):
+    a = rand((5, 5), np.complex64, seed=29)
+    (t, z), (want_t, _) = both(
+        jax.scipy.linalg.schur, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert_close(np.tril(t, -1), np.zeros_like(t), np.complex64)
+    assert_close(z @ t @ np.conj(z.T), a, np.complex64, scale=10)
+    key = lambda x: np.sort_complex(np.round(x, 3))  # noqa: E731
+    assert_close(key(np.diag(t)), key(np.diag(want_t)), np.complex64, scale=100)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (3, 5)], ids=str)
+def test_qr_with_pivoting(shape, dtype, oxla_device, cpu_device):
+    a = rand(shape, dtype, seed=31)
+    fn = lambda x: jax.scipy.linalg.qr(x, pivoting=True, mode="economic")  # noqa: E731
+    (q, r, p), (want_q, want_r, want_p) = both(
+        fn, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    np.testing.assert_array_equal(p, want_p)
+    assert_close(q, want_q, dtype, scale=10)
+    assert_close(r, want_r, dtype, scale=10)
+    assert_close(q @ r, a[:, p], dtype, scale=10)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (2, 4, 4)], ids=str)
+def test_tridiagonal(shape, dtype, oxla_device, cpu_device):
+    a = hermitian(shape, dtype, seed=37)
+    fn = lambda x: jax.lax.linalg.tridiagonal(x, lower=True)  # noqa: E731
+    got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    for g, w in zip(got, want):
+        assert_close(g, w, dtype, scale=10)
+
+
+COMPLEX_CASES = {
+    "cholesky": (jnp.linalg.cholesky, positive_definite),
+    "solve": (lambda x: jnp.linalg.solve(x, x[..., :1] + 1), well_conditioned),
+    "inv": (jnp.linalg.inv, well_conditioned),
+    "det": (jnp.linalg.det, well_conditioned),
+    "lu": (jax.lax.linalg.lu, rand),
+    "qr": (jnp.linalg.qr, rand),
+    "eigvalsh": (jnp.linalg.eigvalsh, hermitian),
+    "svdvals": (lambda x: jnp.linalg.svd(x, compute_uv=False), rand),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+@pytest.mark.parametrize("ctype", [np.complex64, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_complex(name, ctype, oxla_device, cpu_device):
+    fn, make = COMPLEX_CASES[name]
+    with jax.enable_x64(ctype == np.complex128):
+        a = make((2, 4, 4), ctype, seed=41)
+        got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            assert_close(g, w, ctype, scale=10)
+
+
+def test_gradients(dtype, oxla_device, cpu_device):
+    a = positive_definite((4, 4), dtype, seed=43)
+
+    def loss(x):
+        w, v = jnp.linalg.eigh(x)
+        sign, logdet = jnp.linalg.slogdet(x)
+        s = jnp.linalg.svd(x, compute_uv=False)
+        return logdet + jnp.sum(w**2) + jnp.sum(s) + jnp.sum(jnp.linalg.cholesky(x))
+
+    got, want = both(jax.grad(loss), a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype, scale=100)
+
+
+def test_unimplemented_target_is_a_clean_error(oxla_device):
+    # The real Schur form (LAPACK's 2x2 blocks) is not implemented.
+    a = jax.device_put(rand((3, 3), np.float32), oxla_device)
+    with pytest.raises(Exception, match="lapack_sgees_ffi"):
+        jax.block_until_ready(jax.jit(jax.scipy.linalg.schur)(a))
