@@ -81,6 +81,14 @@ def assert_close(got, want, dtype, scale=1.0):
     np.testing.assert_allclose(got, want, rtol=t, atol=t)
 
 
+def test_lowerings_register_is_idempotent():
+    lowerings = pytest.importorskip("oxla.lowerings")
+    names = lowerings.register()
+    for prim in ("cholesky_p", "eigh_p", "svd_p", "lu_p", "geqrf_p", "householder_product_p"):
+        assert prim in names
+    assert lowerings.register() == names
+
+
 @pytest.mark.parametrize("shape", SQUARE_SHAPES, ids=str)
 def test_cholesky(shape, dtype, oxla_device, cpu_device):
     a = positive_definite(shape, dtype)
@@ -337,8 +345,33 @@ def test_gradients(dtype, oxla_device, cpu_device):
     assert_close(got, want, dtype, scale=100)
 
 
-def test_unimplemented_target_is_a_clean_error(oxla_device):
-    # The real Schur form (LAPACK's 2x2 blocks) is not implemented.
-    a = jax.device_put(rand((3, 3), np.float32), oxla_device)
-    with pytest.raises(Exception, match="lapack_sgees_ffi"):
-        jax.block_until_ready(jax.jit(jax.scipy.linalg.schur)(a))
+@pytest.mark.parametrize("n", [1, 3, 6])
+def test_real_schur(n, dtype, oxla_device, cpu_device):
+    a = rand((n, n), dtype, seed=47)
+    (t, z), (want_t, _) = both(
+        jax.scipy.linalg.schur, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    # Quasi-triangular, with 2x2 blocks in LAPACK's standard form; the order of the
+    # eigenvalues along the diagonal is not fixed, so compare invariants.
+    assert (np.tril(t, -2) == 0).all()
+    sub = np.diag(t, -1)
+    assert not (sub[:-1] != 0)[sub[1:] != 0].any()
+    for i in np.flatnonzero(sub):
+        assert t[i, i] == t[i + 1, i + 1] and t[i, i + 1] * t[i + 1, i] < 0
+    assert_close(z @ t @ z.T, a, dtype, scale=10)
+    assert_close(z.T @ z, np.eye(n, dtype=dtype), dtype)
+    assert_close(np.sort(np.diag(t)), np.sort(np.diag(want_t)), dtype, scale=100)
+
+
+def test_sqrtm(oxla_device, cpu_device):
+    a = positive_definite((4, 4), np.float32, seed=53)
+    got, want = both(jax.scipy.linalg.sqrtm, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, np.complex64, scale=10)
+
+
+def test_unimplemented_variant_is_a_clean_error(oxla_device):
+    # Only the lower-triangle variant of the tridiagonal reduction is implemented.
+    a = jax.device_put(hermitian((3, 3), np.float32), oxla_device)
+    fn = jax.jit(lambda x: jax.lax.linalg.tridiagonal(x, lower=False))
+    with pytest.raises(Exception, match="upper triangle"):
+        jax.block_until_ready(fn(a))

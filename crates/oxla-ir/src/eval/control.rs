@@ -81,15 +81,17 @@ impl<'m> Interp<'m> {
         self.exec_region(frame, region, Vec::new())
     }
 
-    /// Evaluates `func.call`.
+    /// Calls the function named by attribute `callee_attr`: `callee` for `func.call`,
+    /// `decomposition` for `stablehlo.composite` (which runs its decomposition).
     pub(super) fn exec_call(
         &mut self,
         frame: &mut Frame<'m>,
         cx: OpCx<'m>,
+        callee_attr: &str,
     ) -> Result<Vec<Value>, IrError> {
-        let callee = match cx.attr("callee")? {
+        let callee = match cx.attr(callee_attr)? {
             Attribute::SymbolRef(s) | Attribute::String(s) => s.trim_start_matches('@'),
-            _ => return Err(cx.invalid("`callee` is not a symbol")),
+            _ => return Err(cx.invalid(format!("`{callee_attr}` is not a symbol"))),
         };
         let module = self.module;
         let func = module

@@ -1,18 +1,24 @@
 //! The `lapack_*_ffi` custom calls that JAX's cpu lowering rules emit for linear algebra.
 //!
-//! JAX lowers `cholesky`, `lu`, `qr`, `eigh` and `svd` for its cpu platform to typed-FFI
-//! custom calls named after the LAPACK routine (`lapack_spotrf_ffi`, `lapack_zgesdd_ffi`,
-//! ...) and post-processes their outputs: packed factors, 1-based pivots, Householder scalars,
-//! an `info` code per matrix. The oxla Python package installs those cpu rules for oxla, so
-//! this module implements the targets with the outputs LAPACK defines.
+//! JAX lowers `cholesky`, `lu`, `qr`, `eigh`, `svd`, `eig`, `schur`, `hessenberg` and
+//! `tridiagonal` for its cpu platform to typed-FFI custom calls named after the LAPACK routine
+//! (`lapack_spotrf_ffi`, `lapack_zgesdd_ffi`, ...) and post-processes their outputs: packed
+//! factors, 1-based pivots, Householder scalars, an `info` code per matrix. The oxla Python
+//! package installs those cpu rules for oxla, so this module implements the targets with the
+//! outputs LAPACK defines: `potrf`, `getrf`, `geqrf`, `geqp3`, `orgqr`/`ungqr`,
+//! `syevd`/`heevd`, `gesdd`, `gehrd`, `sytrd`/`hetrd` (lower triangle), `geev` and `gees`,
+//! each for f32, f64, complex<f32> and complex<f64>.
 //!
 //! Matrices are read and written as logical (row-major) tensors: the column-major
 //! `operand_layouts`/`result_layouts` JAX attaches only describe the physical buffers of a
 //! LAPACK call, not the values. Leading dimensions are batch dimensions. Every routine
-//! computes in `complex<f64>` whatever the element type (real data stays real: every
-//! operation on it keeps a zero imaginary part) and rounds once to the result type.
-//! Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode` as `ui8`
-//! characters).
+//! computes in `complex<f64>` (the real Schur form in `f64`) whatever the element type (real
+//! data stays real: every operation on it keeps a zero imaginary part) and rounds once to the
+//! result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
+//! ... as `ui8` characters). Where LAPACK leaves a choice open (the phase of eigenvectors and
+//! singular vectors, the order of `geev`'s eigenvalues) the results are valid but may differ
+//! from LAPACK's: eigen- and singular vectors come from Jacobi rotations, general eigenvalues
+//! from shifted QR iterations.
 
 use super::context::OpCx;
 use super::convert::convert_array;
@@ -2418,6 +2424,7 @@ mod tests {
 
     #[test]
     fn gees_gives_the_real_schur_form() {
+        let mut pairs = 0;
         for (n, seed) in [(6, 101), (7, 102), (3, 103), (1, 104)] {
             let a: Vec<f64> = noise(n * n, seed);
             let ni = n as i64;
@@ -2450,6 +2457,7 @@ mod tests {
                     assert!(tm[i * n + i + 1] * tm[(i + 1) * n + i] < 0.0);
                     assert!(i + 2 >= n || tm[(i + 2) * n + i + 1] == 0.0);
                     assert!(wi[i] > 0.0 && wi[i + 1] == -wi[i] && wr[i] == wr[i + 1]);
+                    pairs += 1;
                     i += 2;
                 } else {
                     assert_eq!((wr[i], wi[i]), (tm[i * n + i], 0.0));
@@ -2466,6 +2474,7 @@ mod tests {
                 1e-12,
             );
         }
+        assert!(pairs > 0, "the cases should include complex pairs");
     }
 
     #[test]

@@ -147,6 +147,7 @@ pub fn is_supported(kind: &OpKind) -> bool {
         || matches!(
             kind,
             K::Call
+                | K::Composite
                 | K::FuncReturn
                 | K::Return
                 | K::Compare
@@ -357,7 +358,8 @@ impl<'m> Interp<'m> {
             K::While => self.exec_while(frame, cx)?,
             K::If => self.exec_if(frame, cx)?,
             K::Case => self.exec_case(frame, cx)?,
-            K::Call => self.exec_call(frame, cx)?,
+            K::Call => self.exec_call(frame, cx, "callee")?,
+            K::Composite => self.exec_call(frame, cx, "decomposition")?,
             K::Reduce => self.exec_reduce(frame, cx)?,
             K::CustomCall if sharding_call_target(op).is_some() => {
                 self.exec_collective(frame, cx)?

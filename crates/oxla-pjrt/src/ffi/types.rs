@@ -3,6 +3,13 @@
 use oxla_client::{ClientError, ElementType, Result};
 use pjrt_sys::*;
 
+// Buffer types that later versions of the C API append after `U2` (25); the values are
+// part of the ABI, so a newer JAX passes them to a plugin built against the 0.54 header.
+const PJRT_BUFFER_TYPE_F8E4M3: PJRT_Buffer_Type = 26;
+const PJRT_BUFFER_TYPE_F8E3M4: PJRT_Buffer_Type = 27;
+const PJRT_BUFFER_TYPE_F8E8M0FNU: PJRT_Buffer_Type = 28;
+const PJRT_BUFFER_TYPE_F4E2M1FN: PJRT_Buffer_Type = 29;
+
 /// The oxla element type of a PJRT buffer type; TOKEN, INVALID and unknown values are errors.
 pub(crate) fn element_type(ty: PJRT_Buffer_Type) -> Result<ElementType> {
     Ok(match ty {
@@ -30,6 +37,10 @@ pub(crate) fn element_type(ty: PJRT_Buffer_Type) -> Result<ElementType> {
         PJRT_Buffer_Type_PJRT_Buffer_Type_F8E4M3B11FNUZ => ElementType::F8E4M3B11FNUZ,
         PJRT_Buffer_Type_PJRT_Buffer_Type_F8E5M2FNUZ => ElementType::F8E5M2FNUZ,
         PJRT_Buffer_Type_PJRT_Buffer_Type_F8E4M3FNUZ => ElementType::F8E4M3FNUZ,
+        PJRT_BUFFER_TYPE_F8E4M3 => ElementType::F8E4M3,
+        PJRT_BUFFER_TYPE_F8E3M4 => ElementType::F8E3M4,
+        PJRT_BUFFER_TYPE_F8E8M0FNU => ElementType::F8E8M0FNU,
+        PJRT_BUFFER_TYPE_F4E2M1FN => ElementType::F4E2M1FN,
         PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN => {
             return Err(ClientError::InvalidArgument(
                 "TOKEN is not an array element type".to_string(),
@@ -75,9 +86,13 @@ pub(crate) fn buffer_type(ty: ElementType) -> Result<PJRT_Buffer_Type> {
         ElementType::F8E4M3B11FNUZ => PJRT_Buffer_Type_PJRT_Buffer_Type_F8E4M3B11FNUZ,
         ElementType::F8E5M2FNUZ => PJRT_Buffer_Type_PJRT_Buffer_Type_F8E5M2FNUZ,
         ElementType::F8E4M3FNUZ => PJRT_Buffer_Type_PJRT_Buffer_Type_F8E4M3FNUZ,
+        ElementType::F8E4M3 => PJRT_BUFFER_TYPE_F8E4M3,
+        ElementType::F8E3M4 => PJRT_BUFFER_TYPE_F8E3M4,
+        ElementType::F8E8M0FNU => PJRT_BUFFER_TYPE_F8E8M0FNU,
+        ElementType::F4E2M1FN => PJRT_BUFFER_TYPE_F4E2M1FN,
         other => {
             return Err(ClientError::Unimplemented(format!(
-                "element type {other} has no PJRT_Buffer_Type in PJRT C API 0.54"
+                "element type {other} has no PJRT_Buffer_Type"
             )))
         }
     })
@@ -96,7 +111,8 @@ mod tests {
                 n_mapped += 1;
             }
         }
-        assert_eq!(n_mapped, 24);
+        // Every type but the 6-bit floats, which the C API cannot name.
+        assert_eq!(n_mapped, 28);
         assert!(element_type(PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN).is_err());
         assert!(element_type(PJRT_Buffer_Type_PJRT_Buffer_Type_INVALID).is_err());
         assert!(element_type(999).is_err());
