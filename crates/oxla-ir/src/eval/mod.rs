@@ -131,7 +131,7 @@ pub fn run_function_with(
 
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
-/// cpu lowering rules call).
+/// cpu lowering rules call, and the sharding custom calls).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => lapack::supports(op) || sharding_call_target(op).is_some(),
