@@ -3,6 +3,7 @@
 #   cargo fmt --check
 #   cargo clippy --workspace --all-targets -- -D warnings
 #   cargo test --workspace
+#   scripts/fuzz.sh (each fuzz target for OXLA_FUZZ_SECONDS, default 20; 0 skips it)
 #   pytest python/tests
 # Every step runs even when an earlier one fails; the script ends with a
 # summary and exits non-zero if any step failed. Logs go to target/test-logs/.
@@ -62,6 +63,13 @@ cargo_totals="$(
         END { printf "%d passed, %d failed, %d ignored (all test binaries)", passed, failed, ignored }'
 )"
 STEP_NOTES[${#STEP_NOTES[@]} - 1]="$cargo_totals"
+
+# Each reader's fuzz target for a short, bounded time (OXLA_FUZZ_SECONDS per target;
+# 0 skips the step, e.g. for a quick local run).
+fuzz_seconds="${OXLA_FUZZ_SECONDS:-20}"
+if [ "$fuzz_seconds" != "0" ]; then
+    run_step fuzz '^fuzz.sh: (no failures|failures)' bash scripts/fuzz.sh "$fuzz_seconds"
+fi
 
 pytest_args=(python/tests -ra)
 if "$PYTHON" -c 'import xdist' >/dev/null 2>&1; then
