@@ -27,7 +27,7 @@
 //!   branch, each without arguments and returning the result types.
 //! - `map`, `select_and_scatter`, `cholesky`, `triangular_solve`: basic shape rules.
 
-use super::rules::{dim_compatible, fmt_dim, fmt_shape, shapes_compatible, OpCx};
+use super::rules::{dim_compatible, fmt_shape, shapes_compatible, OpCx};
 use crate::types::{ElementType, TensorType, Type, DYNAMIC};
 
 /// Every operand as a tensor, or `None` after reporting the first that is not one.
@@ -630,11 +630,7 @@ pub(super) fn gather(cx: &mut OpCx<'_, '_>) {
         return;
     };
     let rank = operand.rank();
-    if slice_sizes.len() != rank {
-        cx.error(format!(
-            "`slice_sizes` has {} entries, but the operand has rank {rank}",
-            slice_sizes.len()
-        ));
+    if !cx.check_len_is_operand_rank("slice_sizes", slice_sizes.len(), rank) {
         return;
     }
     let windowed: Vec<i64> = collapsed.iter().chain(&operand_batching).copied().collect();
@@ -671,11 +667,7 @@ pub(super) fn gather(cx: &mut OpCx<'_, '_>) {
         return;
     }
     for (d, (&size, &extent)) in slice_sizes.iter().zip(&operand.shape).enumerate() {
-        if size < 0 || (extent != DYNAMIC && size > extent) {
-            cx.error(format!(
-                "slice size {size} of dimension {d} is outside [0, {}]",
-                fmt_dim(extent)
-            ));
+        if !cx.check_slice_size(d, size, extent) {
             return;
         }
         if windowed.contains(&(d as i64)) && size > 1 {

@@ -277,6 +277,34 @@ impl<'a> OpCx<'a, '_> {
         ok
     }
 
+    /// Checks that the list attribute `name` has one entry per operand dimension.
+    pub(super) fn check_len_is_operand_rank(
+        &mut self,
+        name: &str,
+        len: usize,
+        rank: usize,
+    ) -> bool {
+        if len != rank {
+            self.error(format!(
+                "`{name}` has {len} entries, but the operand has rank {rank}"
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// Checks that slice size `size` of operand dimension `dim` lies in `[0, extent]`.
+    pub(super) fn check_slice_size(&mut self, dim: usize, size: i64, extent: i64) -> bool {
+        if size < 0 || (extent != DYNAMIC && size > extent) {
+            self.error(format!(
+                "slice size {size} of dimension {dim} is outside [0, {}]",
+                fmt_dim(extent)
+            ));
+            return false;
+        }
+        true
+    }
+
     /// Checks that a result shape equals the one the op's rule computes.
     pub(super) fn check_result_shape(&mut self, idx: usize, actual: &[i64], expected: &[i64]) {
         if !shapes_compatible(actual, expected) {
@@ -790,12 +818,7 @@ fn broadcast_in_dim(cx: &mut OpCx<'_, '_>) {
     let Some(dims) = cx.i64s("broadcast_dimensions") else {
         return;
     };
-    if dims.len() != operand.rank() {
-        cx.error(format!(
-            "`broadcast_dimensions` has {} entries, but the operand has rank {}",
-            dims.len(),
-            operand.rank()
-        ));
+    if !cx.check_len_is_operand_rank("broadcast_dimensions", dims.len(), operand.rank()) {
         return;
     }
     if !cx.check_dims("broadcast_dimensions", &dims, result.rank()) {
@@ -853,12 +876,7 @@ fn transpose(cx: &mut OpCx<'_, '_>) {
     let Some(perm) = cx.i64s("permutation") else {
         return;
     };
-    if perm.len() != operand.rank() {
-        cx.error(format!(
-            "`permutation` has {} entries, but the operand has rank {}",
-            perm.len(),
-            operand.rank()
-        ));
+    if !cx.check_len_is_operand_rank("permutation", perm.len(), operand.rank()) {
         return;
     }
     if !cx.check_dims("permutation", &perm, operand.rank()) {
@@ -967,20 +985,11 @@ fn dynamic_slice(cx: &mut OpCx<'_, '_>) {
     let Some(sizes) = cx.i64s("slice_sizes") else {
         return;
     };
-    if sizes.len() != operand.rank() {
-        cx.error(format!(
-            "`slice_sizes` has {} entries, but the operand has rank {}",
-            sizes.len(),
-            operand.rank()
-        ));
+    if !cx.check_len_is_operand_rank("slice_sizes", sizes.len(), operand.rank()) {
         return;
     }
     for (dim, (&size, &extent)) in sizes.iter().zip(&operand.shape).enumerate() {
-        if size < 0 || (extent != DYNAMIC && size > extent) {
-            cx.error(format!(
-                "slice size {size} of dimension {dim} is outside [0, {}]",
-                fmt_dim(extent)
-            ));
+        if !cx.check_slice_size(dim, size, extent) {
             return;
         }
     }
