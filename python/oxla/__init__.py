@@ -10,6 +10,8 @@ Public API:
 * :func:`initialize` -- registers the plugin with JAX by hand (JAX normally does
   this itself through the entry point).
 * :func:`devices` -- ``jax.devices("oxla")``.
+* :class:`Program` -- JAX code with state, exported to a ``.oxla`` artifact
+  that runs without Python (``oxla.program``).
 
 The functions that need JAX raise :class:`ImportError` naming the missing
 package when JAX is not installed.
@@ -26,6 +28,7 @@ __all__ = [
     "ENV_LIBRARY_PATH",
     "LibraryNotFoundError",
     "PLATFORM",
+    "Program",
     "__version__",
     "devices",
     "initialize",
@@ -63,3 +66,14 @@ def devices():
     """Returns the oxla devices, i.e. ``jax.devices("oxla")``."""
     jax = _require_jax("devices")
     return jax.devices(PLATFORM)
+
+
+def __getattr__(name):
+    # `Program` needs JAX; import it only when asked for, so `import oxla` stays
+    # JAX-free.
+    if name in ("Program", "CompiledArtifact"):
+        _require_jax("Program")
+        from . import program
+
+        return getattr(program, name)
+    raise AttributeError(f"module 'oxla' has no attribute {name!r}")

@@ -6,6 +6,9 @@ and JAX's own ``cpu`` backend stays available as the reference.
 """
 
 import os
+import pathlib
+import shutil
+import subprocess
 
 import pytest
 
@@ -34,3 +37,19 @@ def x64():
     jax = require_jax()
     with jax.enable_x64(True):
         yield
+
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def oxla_binary():
+    """The `oxla` command-line binary (target/debug/oxla), brought up to date by cargo
+    when cargo is available."""
+    binary = REPO / "target" / "debug" / "oxla"
+    cargo = shutil.which("cargo")
+    if cargo is not None:
+        subprocess.run([cargo, "build", "-q", "-p", "oxla-cli"], cwd=REPO, check=True)
+    elif not binary.exists():
+        pytest.skip("target/debug/oxla is missing and cargo is not available")
+    return binary

@@ -9,8 +9,6 @@ as a walk over jaxlib's module.
 import collections
 import json
 import os
-import pathlib
-import shutil
 import subprocess
 
 import pytest
@@ -23,19 +21,6 @@ from jax import lax  # noqa: E402
 from jax._src.interpreters import mlir as jax_mlir  # noqa: E402
 from jaxlib.mlir import ir  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-OXLA = REPO / "target" / "debug" / "oxla"
-
-
-@pytest.fixture(scope="module")
-def oxla_binary():
-    """The `oxla` binary, built with cargo when it is missing."""
-    if not OXLA.exists():
-        cargo = shutil.which("cargo")
-        if cargo is None:
-            pytest.skip("target/debug/oxla is missing and cargo is not available")
-        subprocess.run([cargo, "build", "-q", "-p", "oxla-cli"], cwd=REPO, check=True)
-    return OXLA
 
 
 def _mlp(params, x):

@@ -72,6 +72,9 @@ fn describe_options(options: &CompileOptions, flags: &Flags) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "num_replicas: {}", options.num_replicas);
     let _ = writeln!(out, "num_partitions: {}", options.num_partitions);
+    if let Some(entry) = &options.entry {
+        let _ = writeln!(out, "entry: {entry}");
+    }
     let _ = writeln!(
         out,
         "device_assignment: {}",
@@ -408,6 +411,9 @@ impl Reproducer {
         let _ = writeln!(header, "flags: {}", flags.join(" "));
         let _ = writeln!(header, "num_replicas: {}", self.options.num_replicas);
         let _ = writeln!(header, "num_partitions: {}", self.options.num_partitions);
+        if let Some(entry) = &self.options.entry {
+            let _ = writeln!(header, "entry: {entry}");
+        }
         let _ = writeln!(
             header,
             "device_assignment: {}",
@@ -486,6 +492,7 @@ impl Reproducer {
                 num_partitions: number("num_partitions")?,
                 device_assignment: parse_assignment(field("device_assignment")?)?,
                 serialized: body[program_len..].to_vec(),
+                entry: fields.get("entry").map(|name| name.to_string()),
                 ..CompileOptions::default()
             },
             flags: FlagOverrides::from_text(field("flags").unwrap_or(""), "reproducer flags")?,

@@ -32,6 +32,8 @@ pub struct CompileOptions {
     pub serialized: Vec<u8>,
     /// Per-compile flag overrides (JAX `compiler_options`), validated when compiling.
     pub flags: FlagOverrides,
+    /// The function to run; `None` picks `main` or the module's single public function.
+    pub entry: Option<String>,
 }
 
 impl Default for CompileOptions {
@@ -42,6 +44,7 @@ impl Default for CompileOptions {
             device_assignment: None,
             serialized: Vec::new(),
             flags: FlagOverrides::default(),
+            entry: None,
         }
     }
 }
@@ -51,8 +54,9 @@ pub const PROGRAM_FORMAT: &str = "mlir";
 
 /// Magic bytes of a serialized oxla executable.
 pub const SERIALIZED_MAGIC: &[u8; 8] = b"OXLAEXE\0";
-/// Version of the serialized executable format.
-pub const SERIALIZED_VERSION: u32 = 1;
+/// Version of the serialized executable format (2 added the entry function's name; version
+/// 1 is still read).
+pub const SERIALIZED_VERSION: u32 = 2;
 
 /// Whether the evaluator implements `op` (for a custom call: its target).
 fn op_supported(op: &Op) -> bool {
@@ -180,11 +184,17 @@ impl Executable {
                 ))
             })
         })?;
-        let entry: &Function = module.entry_function().ok_or_else(|| {
-            ClientError::InvalidArgument(
-                "program has no entry function (`main` or a single public function)".to_string(),
-            )
-        })?;
+        let entry: &Function = match &options.entry {
+            Some(name) => module.function(name).ok_or_else(|| {
+                ClientError::InvalidArgument(format!("program has no function named `{name}`"))
+            })?,
+            None => module.entry_function().ok_or_else(|| {
+                ClientError::InvalidArgument(
+                    "program has no entry function (`main` or a single public function)"
+                        .to_string(),
+                )
+            })?,
+        };
         run.phase("check", || {
             module
                 .functions
@@ -269,7 +279,7 @@ impl Executable {
             ));
         }
         let version = reader.u32()?;
-        if version != SERIALIZED_VERSION {
+        if version != 1 && version != SERIALIZED_VERSION {
             return Err(ClientError::InvalidArgument(format!(
                 "serialized executable has format version {version}, this oxla reads {SERIALIZED_VERSION}"
             )));
@@ -294,6 +304,18 @@ impl Executable {
         let program = reader.take_len(program_len)?.to_vec();
         let options_len = reader.u64()?;
         let serialized = reader.take_len(options_len)?.to_vec();
+        let entry = if version >= 2 {
+            let entry_len = reader.u64()?;
+            let name = reader.take_len(entry_len)?;
+            let name = std::str::from_utf8(name).map_err(|_| {
+                ClientError::InvalidArgument(
+                    "serialized executable names its entry in invalid UTF-8".to_string(),
+                )
+            })?;
+            (!name.is_empty()).then(|| name.to_string())
+        } else {
+            None
+        };
         if reader.pos != bytes.len() {
             return Err(ClientError::InvalidArgument(
                 "serialized executable has trailing bytes".to_string(),
@@ -307,6 +329,7 @@ impl Executable {
                 device_assignment,
                 serialized,
                 flags: FlagOverrides::default(),
+                entry,
             },
         )
     }
@@ -333,6 +356,9 @@ impl Executable {
         out.extend_from_slice(&self.inner.program);
         out.extend_from_slice(&(options.serialized.len() as u64).to_le_bytes());
         out.extend_from_slice(&options.serialized);
+        let entry = options.entry.as_deref().unwrap_or("");
+        out.extend_from_slice(&(entry.len() as u64).to_le_bytes());
+        out.extend_from_slice(entry.as_bytes());
         out
     }
 
@@ -765,4 +791,47 @@ fn run_on_worker(
         }
     }
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    const TWO_FUNCTIONS: &str = "
+module {
+  func.func public @f(%a: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = stablehlo.add %a, %a : tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+  func.func public @g(%a: tensor<3xi32>, %b: tensor<3xi32>) -> tensor<3xi32> {
+    %0 = stablehlo.multiply %a, %b : tensor<3xi32>
+    return %0 : tensor<3xi32>
+  }
+}
+";
+
+    #[test]
+    fn entry_option_picks_the_function_and_survives_serialization() {
+        // Two public functions and no `main`: without an entry there is no default.
+        let err =
+            Executable::compile(TWO_FUNCTIONS.as_bytes(), CompileOptions::default()).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+        let options = CompileOptions {
+            entry: Some("g".to_string()),
+            ..CompileOptions::default()
+        };
+        let exe = Executable::compile(TWO_FUNCTIONS.as_bytes(), options).unwrap();
+        assert_eq!(exe.entry_name(), "g");
+        assert_eq!(exe.input_types().len(), 2);
+        let again = Executable::deserialize(&exe.serialize()).unwrap();
+        assert_eq!(again.entry_name(), "g");
+        assert_eq!(again.input_types(), exe.input_types());
+        let missing = CompileOptions {
+            entry: Some("h".to_string()),
+            ..CompileOptions::default()
+        };
+        let err = Executable::compile(TWO_FUNCTIONS.as_bytes(), missing).unwrap_err();
+        assert!(err.message().contains("`h`"), "{err}");
+    }
 }

@@ -82,6 +82,7 @@ pub(crate) fn parse_compile_options(bytes: &[u8]) -> Result<CompileOptions> {
         device_assignment,
         serialized: bytes.to_vec(),
         flags,
+        entry: None,
     })
 }
 
