@@ -66,7 +66,7 @@ enum Command {
         /// Call the procedure this many times (globals carry over); outputs of the last.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
-        /// Print each call's wall time to stderr.
+        /// Print the calls' wall times (first, median, mean) to stderr.
         #[arg(long)]
         time: bool,
         /// Print every global's value after the calls.

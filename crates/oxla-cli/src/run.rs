@@ -107,16 +107,14 @@ pub fn run(args: RunArgs) -> Result<()> {
         );
     }
     let mut results = Vec::new();
-    for call in 0..args.repeat.max(1) {
+    let mut times_ms = Vec::new();
+    for _ in 0..args.repeat.max(1) {
         let start = Instant::now();
         results = module.call(&function, &inputs)?;
-        if args.time {
-            eprintln!(
-                "call {}: {:.3} ms",
-                call + 1,
-                start.elapsed().as_secs_f64() * 1e3
-            );
-        }
+        times_ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    if args.time {
+        eprintln!("{}", timing_summary(&times_ms));
     }
     for (idx, (value, tensor)) in info.outputs.iter().zip(&results).enumerate() {
         if let Some(path) = args.outputs.get(idx) {
@@ -148,9 +146,30 @@ pub fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// `N call(s): first F ms, median M ms, mean A ms` for the per-call wall times.
+fn timing_summary(times_ms: &[f64]) -> String {
+    let mut sorted = times_ms.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+    let mean = sorted.iter().sum::<f64>() / sorted.len().max(1) as f64;
+    format!(
+        "{} call(s): first {:.3} ms, median {median:.3} ms, mean {mean:.3} ms",
+        times_ms.len(),
+        times_ms.first().copied().unwrap_or(0.0)
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::file_name;
+    use super::{file_name, timing_summary};
+
+    #[test]
+    fn timing_summary_reports_first_median_and_mean() {
+        assert_eq!(
+            timing_summary(&[5.0, 1.0, 3.0]),
+            "3 call(s): first 5.000 ms, median 3.000 ms, mean 3.000 ms"
+        );
+    }
 
     #[test]
     fn output_file_names_come_from_tree_paths() {

@@ -5,11 +5,14 @@
 //! offset pairs are found once, then reused for every batch, feature and kernel feature.
 //! `feature_group_count` splits input features and output features into matching groups;
 //! `batch_group_count` splits the batch and the output features the same way.
+//! Float convolutions turn each group into matrix products (im2col, see [`run_float`]).
 
 use super::context::{extents, strides, OpCx};
 use super::convert::convert_array;
 use super::element::{decode, encode, Array};
 use super::elementwise::{ComplexOps, Int};
+use super::gemm::{matmul_into, Strided};
+use super::typed::ArrayFloat;
 use crate::{IrError, Literal, TensorType};
 use num_complex::Complex;
 
@@ -298,6 +301,91 @@ fn run<T: Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec<T> {
     out
 }
 
+/// The float convolution as matrix products (im2col): per group, batch element and block
+/// of output positions, the input windows become the rows of a matrix whose columns are
+/// (kernel tap, input feature) pairs, multiplied by the kernel laid out the same way.
+/// `None` when a product's views do not fit (the caller then takes the direct loop).
+fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
+    let mut out = vec![T::zero(); p.n_out];
+    // Every kernel tap some output position uses, by its kernel offset.
+    let mut taps: Vec<usize> = p
+        .taps
+        .iter()
+        .flat_map(|(_, pairs)| pairs.iter().map(|&(_, r)| r))
+        .collect();
+    taps.sort_unstable();
+    taps.dedup();
+    let kin = p.kernel_in;
+    let kdim = taps.len() * kin;
+    let groups = p.feature_groups.max(p.batch_groups);
+    let per_group = p.out_features / groups;
+    let batch_per_group = p.in_batch / p.batch_groups;
+    let n_pos = p.taps.len();
+    if n_pos == 0 || per_group == 0 {
+        return Some(out);
+    }
+    // Bound the window matrix to about 16 MiB of f32.
+    let block = ((1usize << 22) / kdim.max(1)).clamp(1, n_pos);
+    let mut w = vec![T::zero(); kdim * per_group];
+    let mut a = vec![T::zero(); block * kdim];
+    let mut c = vec![T::zero(); block * per_group];
+    for g in 0..groups {
+        for (t, &r) in taps.iter().enumerate() {
+            for i in 0..kin {
+                let row = &mut w[(t * kin + i) * per_group..(t * kin + i + 1) * per_group];
+                for (oo, wv) in row.iter_mut().enumerate() {
+                    let o = g * per_group + oo;
+                    *wv = rhs[i * p.rhs_in_stride + o * p.rhs_out_stride + r];
+                }
+            }
+        }
+        let c0 = if p.feature_groups > 1 { g * kin } else { 0 };
+        for nb in 0..p.out_batch {
+            let n = if p.batch_groups > 1 {
+                g * batch_per_group + nb
+            } else {
+                nb
+            };
+            let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
+            for start in (0..n_pos).step_by(block) {
+                let rows = block.min(n_pos - start);
+                let a = &mut a[..rows * kdim];
+                a.fill(T::zero());
+                for (arow, (_, pairs)) in a.chunks_exact_mut(kdim).zip(&p.taps[start..]) {
+                    for &(l, r) in pairs {
+                        let t = taps.binary_search(&r).ok()?;
+                        let dst = &mut arow[t * kin..(t + 1) * kin];
+                        for (i, d) in dst.iter_mut().enumerate() {
+                            *d = lhs[lhs_base + i * p.lhs_feature_stride + l];
+                        }
+                    }
+                }
+                let c = &mut c[..rows * per_group];
+                let sa = Strided {
+                    offset: 0,
+                    row: kdim,
+                    col: 1,
+                };
+                let sw = Strided {
+                    offset: 0,
+                    row: per_group,
+                    col: 1,
+                };
+                if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
+                    return None;
+                }
+                for (crow, (out_off, _)) in c.chunks_exact(per_group).zip(&p.taps[start..]) {
+                    let base = nb * p.out_batch_stride + out_off;
+                    for (oo, &v) in crow.iter().enumerate() {
+                        out[base + (g * per_group + oo) * p.out_feature_stride] = v;
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Evaluates `convolution`.
 pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<Literal, IrError> {
     let out_ty = cx.result_tensor(0)?;
@@ -305,6 +393,14 @@ pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<
     let et = out_ty.element_type;
     let a = convert_array(&decode(lhs), et);
     let b = convert_array(&decode(rhs), et);
+    let fast = match (&a, &b) {
+        (Array::F32(x), Array::F32(y)) => run_float(&p, x, y).map(Array::F32),
+        (Array::F64(x), Array::F64(y)) => run_float(&p, x, y).map(Array::F64),
+        _ => None,
+    };
+    if let Some(out) = fast {
+        return encode(&out, out_ty.clone());
+    }
     let out = match (a, b) {
         (Array::Pred(x), Array::Pred(y)) => Array::Pred(run(&p, &x, &y)),
         (Array::S8(x), Array::S8(y)) => Array::S8(run(&p, &x, &y)),
@@ -463,7 +559,7 @@ mod tests {
             OpKind::Convolution,
             &[x, w],
             t(&out_shape, ElementType::S64),
-            attrs,
+            attrs.clone(),
         )
         .unwrap();
         let got: Vec<i64> = r
@@ -472,6 +568,18 @@ mod tests {
             .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(got, want);
+        // The float path (matrix products) gives the same sums: small integers are exact.
+        let as_f32 = |v: &[i64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+        let x = f32s(&[2, 5, 6, 4], &as_f32(&xv));
+        let w = f32s(&[2, 3, 2, 6], &as_f32(&wv));
+        let r = run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&out_shape, ElementType::F32),
+            attrs,
+        )
+        .unwrap();
+        assert_eq!(to_f32(&r), as_f32(&want));
     }
 
     #[test]

@@ -1,17 +1,25 @@
 //! `dot_general` and the legacy `dot`.
 //!
-//! Operands are permuted to `[batch, M, K]` and `[batch, K, N]`, converted to the storage of
-//! the result element type, and multiplied with a plain loop whose inner loop runs over
-//! contiguous rows of the right-hand side. Narrow float results accumulate in f32 and are
-//! rounded once at the end.
+//! Float results (f64, f32 and the narrower floats, which accumulate in f32 and are rounded
+//! once at the end) go through the blocked kernels of [`gemm`](super::gemm): each operand
+//! is viewed as `[batch, M, K]` / `[batch, K, N]` through strides when its batch, free and
+//! contracting dimensions each collapse to one stride (transposes need no copy), and is
+//! permuted into that order otherwise.
+//!
+//! Every other type is permuted to `[batch, M, K]` and `[batch, K, N]`, converted to the
+//! storage of the result element type, and multiplied with a plain loop whose inner loop
+//! runs over contiguous rows of the right-hand side.
 
-use super::context::{extents, OpCx};
+use super::context::{extents, strides, OpCx};
 use super::convert::convert_array;
-use super::element::{decode, encode, Array};
+use super::element::{decode, encode, storage_of, Array, Storage};
 use super::elementwise::{ComplexOps, Int};
+use super::gemm::{group_stride, matmul_into, Strided};
 use super::shape::permute;
-use crate::{IrError, Literal, TensorType};
+use super::typed::{to_bytes, view_bytes, ArrayFloat};
+use crate::{ElementType, IrError, Literal, TensorType};
 use num_complex::Complex;
+use std::borrow::Cow;
 
 /// Multiply-accumulate for one storage type.
 trait Mac: Copy {
@@ -139,6 +147,25 @@ fn dot_impl(
     let a_perm: Vec<usize> = lb.iter().chain(&l_free).chain(&lc).copied().collect();
     let b_perm: Vec<usize> = rb.iter().chain(&rc).chain(&r_free).copied().collect();
     let et = out_ty.element_type;
+    let shape = Shape { batch, m, k, n };
+    let out_ty = TensorType::new(want_shape.clone(), et);
+    match storage_of(et) {
+        Storage::F32 => {
+            let lhs = float_operand::<f32>(a, et, [&lb, &l_free, &lc])?;
+            let rhs = float_operand::<f32>(b, et, [&rb, &rc, &r_free])?;
+            if let Some(res) = float_product(shape, lhs, rhs, out_ty.clone())? {
+                return Ok(res);
+            }
+        }
+        Storage::F64 => {
+            let lhs = float_operand::<f64>(a, et, [&lb, &l_free, &lc])?;
+            let rhs = float_operand::<f64>(b, et, [&rb, &rc, &r_free])?;
+            if let Some(res) = float_product(shape, lhs, rhs, out_ty.clone())? {
+                return Ok(res);
+            }
+        }
+        _ => {}
+    }
     let av = convert_array(&decode(&permute(a, &a_perm)?), et);
     let bv = convert_array(&decode(&permute(b, &b_perm)?), et);
     let out = match (av, bv) {
@@ -160,6 +187,105 @@ fn dot_impl(
     encode(&out, TensorType::new(want_shape, et))
 }
 
+/// The sizes of a batched product `[batch, m, k] x [batch, k, n]`.
+#[derive(Clone, Copy)]
+struct Shape {
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+/// A float operand as `T` elements with the strides of its three dimension groups
+/// (batch, then the two matrix dimensions in product order).
+struct FloatOperand<'a, T: Clone> {
+    data: Cow<'a, [T]>,
+    batch_stride: usize,
+    matrix: Strided,
+}
+
+/// Views `lit` as a batch of matrices whose dimension groups are `groups`, converting it to
+/// `T` (the storage of result type `et`) and permuting it only when a group does not
+/// collapse to one stride.
+fn float_operand<'a, T: ArrayFloat>(
+    lit: &'a Literal,
+    et: ElementType,
+    groups: [&[usize]; 3],
+) -> Result<FloatOperand<'a, T>, IrError> {
+    let ext = extents(&lit.ty.shape);
+    let st = strides(&ext);
+    let collapsed = (
+        group_stride(groups[0], &ext, &st),
+        group_stride(groups[1], &ext, &st),
+        group_stride(groups[2], &ext, &st),
+    );
+    let to_t = |lit: &Literal| -> Result<Vec<T>, IrError> {
+        T::from_array(convert_array(&decode(lit), et)).ok_or_else(|| IrError::Eval {
+            detail: format!("internal: {et} operand did not convert to its storage"),
+        })
+    };
+    if let (Some(bs), Some(rs), Some(cs)) = collapsed {
+        let data = if lit.ty.element_type == T::ET {
+            view_bytes(&lit.data)
+        } else {
+            Cow::Owned(to_t(lit)?)
+        };
+        return Ok(FloatOperand {
+            data,
+            batch_stride: bs,
+            matrix: Strided {
+                offset: 0,
+                row: rs,
+                col: cs,
+            },
+        });
+    }
+    let perm: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+    let permuted = permute(lit, &perm)?;
+    let size = |g: &[usize]| g.iter().map(|&d| ext[d]).product::<usize>();
+    let (rows, cols) = (size(groups[1]), size(groups[2]));
+    Ok(FloatOperand {
+        data: Cow::Owned(to_t(&permuted)?),
+        batch_stride: rows * cols,
+        matrix: Strided {
+            offset: 0,
+            row: cols,
+            col: 1,
+        },
+    })
+}
+
+/// The product through the blocked kernels, or `None` when a view does not fit (the caller
+/// then takes the plain loop).
+fn float_product<T: ArrayFloat>(
+    s: Shape,
+    a: FloatOperand<'_, T>,
+    b: FloatOperand<'_, T>,
+    ty: TensorType,
+) -> Result<Option<Literal>, IrError> {
+    let mut out = vec![T::zero(); s.batch * s.m * s.n];
+    if s.m * s.n > 0 {
+        for (i, chunk) in out.chunks_exact_mut(s.m * s.n).enumerate() {
+            let sa = Strided {
+                offset: i * a.batch_stride,
+                ..a.matrix
+            };
+            let sb = Strided {
+                offset: i * b.batch_stride,
+                ..b.matrix
+            };
+            if !matmul_into(s.m, s.k, s.n, &a.data, sa, &b.data, sb, chunk) {
+                return Ok(None);
+            }
+        }
+    }
+    if ty.element_type == T::ET {
+        Literal::new(ty, to_bytes(&out)).map(Some)
+    } else {
+        encode(&T::into_array(out), ty).map(Some)
+    }
+}
+
 /// Evaluates `dot_general`.
 pub(crate) fn dot_general(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, IrError> {
     let lb = cx.i64s_or("lhs_batching_dimensions", Vec::new())?;
@@ -177,4 +303,47 @@ pub(crate) fn dot(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, IrE
         return Err(cx.invalid("operands must be vectors or matrices"));
     }
     dot_impl(cx, a, b, &[], &[], &[ra as i64 - 1], &[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::{ElementType, OpKind};
+
+    /// A batched product whose contracting dimensions are not innermost (strided views on
+    /// both sides) and whose lhs needs a permute (batch dimension in the middle) gives the
+    /// same sums on the float path as on the exact integer path.
+    #[test]
+    fn strided_and_permuted_float_products_match_the_integer_loop() {
+        let lv: Vec<i32> = (0..24).map(|i| (i * 7 % 11) - 5).collect();
+        let rv: Vec<i32> = (0..30).map(|i| (i * 5 % 7) - 3).collect();
+        // lhs [3, 2, 4]: contracting 0, batch 1, free 2. rhs [2, 5, 3]: batch 0, contracting 2.
+        let attrs = || {
+            vec![
+                ("lhs_batching_dimensions", i64s(&[1])),
+                ("rhs_batching_dimensions", i64s(&[0])),
+                ("lhs_contracting_dimensions", i64s(&[0])),
+                ("rhs_contracting_dimensions", i64s(&[2])),
+            ]
+        };
+        let want = run_op(
+            OpKind::DotGeneral,
+            &[i32s(&[3, 2, 4], &lv), i32s(&[2, 5, 3], &rv)],
+            t(&[2, 4, 5], ElementType::S32),
+            attrs(),
+        )
+        .unwrap();
+        let as_f32 = |v: &[i32]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+        let got = run_op(
+            OpKind::DotGeneral,
+            &[
+                f32s(&[3, 2, 4], &as_f32(&lv)),
+                f32s(&[2, 5, 3], &as_f32(&rv)),
+            ],
+            t(&[2, 4, 5], ElementType::F32),
+            attrs(),
+        )
+        .unwrap();
+        assert_eq!(to_f32(&got), as_f32(&to_i32(&want)));
+    }
 }

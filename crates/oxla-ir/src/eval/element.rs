@@ -151,6 +151,29 @@ fn read_chunks<const N: usize, T>(data: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<
         .collect()
 }
 
+/// Like [`read_chunks`] for plain little-endian elements (`f` must be `T::from_le_bytes`):
+/// one copy when the bytes can be viewed as `T` in place.
+fn read_pod<const N: usize, T: bytemuck::Pod>(data: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    if cfg!(target_endian = "little") {
+        if let Ok(v) = bytemuck::try_cast_slice::<u8, T>(data) {
+            return v.to_vec();
+        }
+    }
+    read_chunks(data, f)
+}
+
+/// Little-endian bytes of plain elements (`f` must be `T::to_le_bytes`).
+fn write_pod<const N: usize, T: bytemuck::Pod>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    if cfg!(target_endian = "little") {
+        return bytemuck::cast_slice::<T, u8>(v).to_vec();
+    }
+    let mut out = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        out.extend_from_slice(&f(x));
+    }
+    out
+}
+
 /// Sign-extends the low `bits` bits of `x`.
 pub(crate) fn sign_extend_i8(x: i8, bits: u32) -> i8 {
     let shift = 8 - bits;
@@ -183,18 +206,18 @@ pub(crate) fn decode_bytes(data: &[u8], et: ElementType) -> Array {
                 .collect(),
         ),
         E::S8 => Array::S8(data.iter().map(|&b| b as i8).collect()),
-        E::S16 => Array::S16(read_chunks(data, i16::from_le_bytes)),
-        E::S32 => Array::S32(read_chunks(data, i32::from_le_bytes)),
-        E::S64 => Array::S64(read_chunks(data, i64::from_le_bytes)),
+        E::S16 => Array::S16(read_pod(data, i16::from_le_bytes)),
+        E::S32 => Array::S32(read_pod(data, i32::from_le_bytes)),
+        E::S64 => Array::S64(read_pod(data, i64::from_le_bytes)),
         E::U2 | E::U4 => Array::U8(data.iter().map(|&b| mask_u8(b, bits)).collect()),
         E::U8 => Array::U8(data.to_vec()),
-        E::U16 => Array::U16(read_chunks(data, u16::from_le_bytes)),
-        E::U32 => Array::U32(read_chunks(data, u32::from_le_bytes)),
-        E::U64 => Array::U64(read_chunks(data, u64::from_le_bytes)),
+        E::U16 => Array::U16(read_pod(data, u16::from_le_bytes)),
+        E::U32 => Array::U32(read_pod(data, u32::from_le_bytes)),
+        E::U64 => Array::U64(read_pod(data, u64::from_le_bytes)),
         E::F16 => Array::F32(read_chunks(data, |b| f16::from_le_bytes(b).to_f32())),
         E::BF16 => Array::F32(read_chunks(data, |b| bf16::from_le_bytes(b).to_f32())),
-        E::F32 => Array::F32(read_chunks(data, f32::from_le_bytes)),
-        E::F64 => Array::F64(read_chunks(data, f64::from_le_bytes)),
+        E::F32 => Array::F32(read_pod(data, f32::from_le_bytes)),
+        E::F64 => Array::F64(read_pod(data, f64::from_le_bytes)),
         E::C64 => Array::C64(read_chunks(data, |b: [u8; 8]| {
             let re = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             let im = f32::from_le_bytes([b[4], b[5], b[6], b[7]]);
@@ -250,13 +273,13 @@ pub(crate) fn encode_bytes(arr: &Array, et: ElementType) -> Vec<u8> {
         (Array::S8(v), E::S2 | E::S4) => v.iter().map(|&x| sign_extend_i8(x, bits) as u8).collect(),
         (Array::S8(v), _) => v.iter().map(|&x| x as u8).collect(),
         (Array::U8(v), _) => v.iter().map(|&x| mask_u8(x, bits)).collect(),
-        (Array::S16(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        (Array::S32(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        (Array::S64(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        (Array::U16(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        (Array::U32(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        (Array::U64(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        (Array::F64(v), _) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        (Array::S16(v), _) => write_pod(v, |x| x.to_le_bytes()),
+        (Array::S32(v), _) => write_pod(v, |x| x.to_le_bytes()),
+        (Array::S64(v), _) => write_pod(v, |x| x.to_le_bytes()),
+        (Array::U16(v), _) => write_pod(v, |x| x.to_le_bytes()),
+        (Array::U32(v), _) => write_pod(v, |x| x.to_le_bytes()),
+        (Array::U64(v), _) => write_pod(v, |x| x.to_le_bytes()),
+        (Array::F64(v), _) => write_pod(v, |x| x.to_le_bytes()),
         (Array::C64(v), _) => v
             .iter()
             .flat_map(|c| {
@@ -283,7 +306,7 @@ pub(crate) fn encode_bytes(arr: &Array, et: ElementType) -> Vec<u8> {
             .iter()
             .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
             .collect(),
-        (Array::F32(v), E::F32) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        (Array::F32(v), E::F32) => write_pod(v, |x| x.to_le_bytes()),
         (Array::F32(v), small) => {
             let format = floatfmt::format_of(small).unwrap_or(floatfmt::F8E4M3FN);
             v.iter()

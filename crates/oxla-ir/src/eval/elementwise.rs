@@ -14,6 +14,7 @@
 use super::context::OpCx;
 use super::element::{decode, encode, storage_of, Array};
 use super::special;
+use super::typed::{self, FastFloat};
 use crate::attrs::{ComparisonDirection, ComparisonType};
 use crate::{Attribute, ElementType, IrError, Literal, OpKind, TensorType};
 use num_complex::Complex;
@@ -200,6 +201,10 @@ pub(crate) trait Float:
     fn atan2(self, o: Self) -> Self;
     fn powf(self, o: Self) -> Self;
     fn next_after(self, toward: Self) -> Self;
+    /// Writes `apply(kind)` of every element of `v` to `out` (as long) with the op chosen
+    /// once, for the common ops; false for the others (the caller then applies element by
+    /// element).
+    fn map_common(v: &[Self], out: &mut [Self], kind: &OpKind) -> bool;
 }
 
 macro_rules! impl_float {
@@ -239,6 +244,33 @@ macro_rules! impl_float {
                 let bits = self.to_bits();
                 let away_from_zero = (toward > self) == (self > 0.0);
                 $t::from_bits(if away_from_zero { bits + 1 } else { bits - 1 } as $bits)
+            }
+            fn map_common(v: &[Self], out: &mut [Self], kind: &OpKind) -> bool {
+                use OpKind as K;
+                fn each(v: &[$t], out: &mut [$t], f: impl Fn($t) -> $t) {
+                    for (o, &x) in out.iter_mut().zip(v) {
+                        *o = f(x);
+                    }
+                }
+                // The same expressions as `apply`, one loop per op.
+                match kind {
+                    K::Abs => each(v, out, |x| x.abs()),
+                    K::Ceil => each(v, out, |x| x.ceil()),
+                    K::Cosine => each(v, out, |x| x.cos()),
+                    K::Exponential => each(v, out, |x| x.exp()),
+                    K::ExponentialMinusOne => each(v, out, |x| x.exp_m1()),
+                    K::Floor => each(v, out, |x| x.floor()),
+                    K::Log => each(v, out, |x| x.ln()),
+                    K::LogPlusOne => each(v, out, |x| x.ln_1p()),
+                    K::Logistic => each(v, out, |x| 1.0 / (1.0 + (-x).exp())),
+                    K::Negate => each(v, out, |x| -x),
+                    K::Rsqrt => each(v, out, |x| 1.0 / x.sqrt()),
+                    K::Sine => each(v, out, |x| x.sin()),
+                    K::Sqrt => each(v, out, |x| x.sqrt()),
+                    K::Tanh => each(v, out, |x| x.tanh()),
+                    _ => return false,
+                }
+                true
             }
             fn apply(self, kind: &OpKind) -> Option<Self> {
                 use OpKind as K;
@@ -459,6 +491,10 @@ fn map_int<T: Int>(v: &[T], kind: &OpKind, bits: u32) -> Option<Vec<T>> {
 }
 
 fn map_float<F: Float>(v: &[F], kind: &OpKind) -> Option<Vec<F>> {
+    let mut out = vec![F::default(); v.len()];
+    if F::map_common(v, &mut out, kind) {
+        return Some(out);
+    }
     // Check the op once, on a sample element, so unknown ops fail before the loop.
     F::default().apply(kind)?;
     Some(
@@ -599,6 +635,16 @@ pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
     let out_et = result_element_type(cx)?;
     let in_et = x.ty.element_type;
     let shape = x.ty.shape.clone();
+    if out_et == in_et {
+        let fast = match in_et {
+            ElementType::F32 => float_unary_fast::<f32>(kind, x),
+            ElementType::F64 => float_unary_fast::<f64>(kind, x),
+            _ => None,
+        };
+        if let Some(res) = fast {
+            return res;
+        }
+    }
     let arr = decode(x);
     let bits = in_et.bit_width() as u32;
     let err = || type_error(cx, in_et);
@@ -782,10 +828,91 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
     }
     let shape = common_shape(cx, &[a, b])?;
     let n = num_elements(&shape);
+    if out_et == et {
+        let fast = match et {
+            ElementType::F32 => float_binary_fast::<f32>(&cx.op.kind, a, b, &shape, n),
+            ElementType::F64 => float_binary_fast::<f64>(&cx.op.kind, a, b, &shape, n),
+            _ => None,
+        };
+        if let Some(res) = fast {
+            return res;
+        }
+    }
     let bits = et.bit_width() as u32;
     let out = binary_arrays(cx, &cx.op.kind, decode_n(a, n), decode_n(b, n), bits)
         .ok_or_else(|| type_error(cx, et))?;
     finish(cx, out, shape, out_et)
+}
+
+/// The common float unary ops on an f32/f64 literal, read and written in place; `None`
+/// for the other ops.
+fn float_unary_fast<T: FastFloat + Float>(
+    kind: &OpKind,
+    x: &Literal,
+) -> Option<Result<Literal, IrError>> {
+    let v = typed::view::<T>(x)?;
+    let mut probe = [T::default()];
+    if !T::map_common(&[T::default()], &mut probe, kind) {
+        return None;
+    }
+    Some(typed::build::<T>(x.ty.clone(), v.len(), |out| {
+        T::map_common(&v, out, kind);
+    }))
+}
+
+/// `out[i] = f(a[i], b[i])`, where an operand of one element broadcasts.
+fn zip_into<T: Copy>(out: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T) -> T) {
+    match (a, b) {
+        (&[x], _) if b.len() == out.len() => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = f(x, y);
+            }
+        }
+        (_, &[y]) if a.len() == out.len() => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = f(x, y);
+            }
+        }
+        _ => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f(x, y);
+            }
+        }
+    }
+}
+
+/// The common float binary ops on f32/f64 literals without decoding: the operands are
+/// read in place and the result written in place. `None` for other ops (or operand sizes
+/// that do not fit `n`), which take the general path.
+fn float_binary_fast<T: FastFloat + Float>(
+    kind: &OpKind,
+    a: &Literal,
+    b: &Literal,
+    shape: &[i64],
+    n: usize,
+) -> Option<Result<Literal, IrError>> {
+    use OpKind as K;
+    if !matches!(
+        kind,
+        K::Add | K::Subtract | K::Multiply | K::Divide | K::Maximum | K::Minimum | K::Power
+    ) {
+        return None;
+    }
+    let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
+    let fits = |len: usize| len == n || (len == 1 && n > 0);
+    if !fits(av.len()) || !fits(bv.len()) {
+        return None;
+    }
+    let ty = TensorType::new(shape.to_vec(), T::ET);
+    Some(typed::build::<T>(ty, n, |out| match kind {
+        K::Add => zip_into(out, &av, &bv, |x, y| x + y),
+        K::Subtract => zip_into(out, &av, &bv, |x, y| x - y),
+        K::Multiply => zip_into(out, &av, &bv, |x, y| x * y),
+        K::Divide => zip_into(out, &av, &bv, |x, y| x / y),
+        K::Maximum => zip_into(out, &av, &bv, fmax),
+        K::Minimum => zip_into(out, &av, &bv, fmin),
+        _ => zip_into(out, &av, &bv, T::powf),
+    }))
 }
 
 fn ordering_matches(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {

@@ -17,6 +17,7 @@ mod dot;
 mod element;
 mod elementwise;
 mod floatfmt;
+mod gemm;
 mod reduce;
 mod shape;
 mod special;
@@ -35,6 +36,7 @@ mod testing;
 #[cfg(test)]
 mod tests;
 mod topk;
+mod typed;
 mod window;
 
 use crate::{Block, Function, IrError, Literal, Module, Op, OpKind, Region, Type, ValueId};

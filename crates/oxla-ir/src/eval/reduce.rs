@@ -10,7 +10,8 @@ use super::context::{extents, OpCx};
 use super::element::{decode, encode, Array};
 use super::elementwise::{self, complex_cmp, fmax, fmin, ComplexOps, Float, Int};
 use super::shape::permute;
-use crate::{IrError, Literal, OpKind, Region, TensorType, ValueId};
+use super::typed::{self, FastFloat};
+use crate::{ElementType, IrError, Literal, OpKind, Region, TensorType, ValueId};
 use std::cmp::Ordering;
 
 /// The combiner of a body `return op(arg0, arg1)` (either argument order), if it is one
@@ -188,6 +189,14 @@ pub(crate) fn reduce_simple(
             lay.kept_shape
         )));
     }
+    let fast = match et {
+        ElementType::F32 => reduce_float_fast::<f32>(cx, kind, input, init, out_ty)?,
+        ElementType::F64 => reduce_float_fast::<f64>(cx, kind, input, init, out_ty)?,
+        _ => None,
+    };
+    if let Some(res) = fast {
+        return Ok(Some(res));
+    }
     let permuted = permute(input, &lay.perm)?;
     let k = lay.n_kept;
     let out = match (decode(&permuted), decode(init)) {
@@ -213,6 +222,112 @@ pub(crate) fn reduce_simple(
             kind.name()
         ))),
     }
+}
+
+/// Folds a contiguous row with eight independent accumulators (so the loop vectorizes),
+/// combined at the end: only rounding (and which NaN survives) can differ from a strictly
+/// sequential fold.
+fn fold_row<T: Copy>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
+    const LANES: usize = 8;
+    if x.len() < 2 * LANES {
+        return x.iter().fold(init, |a, &v| f(a, v));
+    }
+    let mut acc = [x[0]; LANES];
+    acc.copy_from_slice(&x[..LANES]);
+    let mut chunks = x[LANES..].chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = f(*a, v);
+        }
+    }
+    let mut total = acc[0];
+    for &a in &acc[1..] {
+        total = f(total, a);
+    }
+    for &v in chunks.remainder() {
+        total = f(total, v);
+    }
+    f(init, total)
+}
+
+/// `out[o, i] = fold over r of x[o, r, i]` for an `[outer, reduced, inner]` array.
+fn fold_block<T: Copy>(
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    (reduced, inner): (usize, usize),
+    f: impl Fn(T, T) -> T + Copy,
+) {
+    if inner == 0 {
+        return;
+    }
+    for (o, acc) in out.chunks_exact_mut(inner).enumerate() {
+        let block = &x[o * reduced * inner..(o + 1) * reduced * inner];
+        if inner == 1 {
+            acc[0] = fold_row(block, init, f);
+            continue;
+        }
+        acc.fill(init);
+        for row in block.chunks_exact(inner) {
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a = f(*a, v);
+            }
+        }
+    }
+}
+
+/// The f32/f64 add/max/min/mul reductions over a block of adjacent dimensions, read in
+/// place without moving the reduced dimensions first. `None` for other layouts.
+fn reduce_float_fast<T: FastFloat + Float>(
+    cx: OpCx<'_>,
+    kind: &OpKind,
+    input: &Literal,
+    init: &Literal,
+    out_ty: &TensorType,
+) -> Result<Option<Literal>, IrError> {
+    use OpKind as K;
+    if !matches!(kind, K::Add | K::Maximum | K::Minimum | K::Multiply) {
+        return Ok(None);
+    }
+    let rank = input.ty.rank();
+    let mut dims = cx.dims("dimensions", &cx.i64s("dimensions")?, rank)?;
+    dims.sort_unstable();
+    let (Some(&first), Some(&last)) = (dims.first(), dims.last()) else {
+        return Ok(None);
+    };
+    if last - first + 1 != dims.len() {
+        return Ok(None);
+    }
+    let (Some(x), Some(init)) = (typed::view::<T>(input), typed::view::<T>(init)) else {
+        return Ok(None);
+    };
+    let ext = extents(&input.ty.shape);
+    let outer: usize = ext[..first].iter().product();
+    let reduced: usize = ext[first..=last].iter().product();
+    let inner: usize = ext[last + 1..].iter().product();
+    let init = init[0];
+    let shape = (reduced, inner);
+    typed::build::<T>(out_ty.clone(), outer * inner, |out| match kind {
+        K::Add => fold_block(&x, out, init, shape, |a, b| a + b),
+        K::Maximum => fold_block(&x, out, init, shape, fmax),
+        K::Minimum => fold_block(&x, out, init, shape, fmin),
+        _ => {
+            // Products keep the strictly sequential order.
+            if inner == 0 {
+                return;
+            }
+            for (o, acc) in out.chunks_exact_mut(inner).enumerate() {
+                acc.fill(init);
+                let block = &x[o * reduced * inner..(o + 1) * reduced * inner];
+                for row in block.chunks_exact(inner) {
+                    for (a, &v) in acc.iter_mut().zip(row) {
+                        *a = *a * v;
+                    }
+                }
+            }
+        }
+    })
+    .map(Some)
 }
 
 fn row(lit: &Literal, index: usize, len: usize, shape: Vec<i64>) -> Literal {

@@ -50,8 +50,28 @@ pub(crate) fn strided_copy(
         if inner_stride == 1 {
             read(&mut res, base, inner)?;
         } else {
-            for j in 0..inner {
-                read(&mut res, base + j as isize * inner_stride, 1)?;
+            // The row's first and last source elements bound all of it.
+            let last = base + (inner as isize - 1) * inner_stride;
+            usize::try_from(base.min(last)).map_err(|_| internal("negative source index"))?;
+            let hi =
+                usize::try_from(base.max(last)).map_err(|_| internal("negative source index"))?;
+            if (hi + 1) * esize > src.len() {
+                return Err(internal("source index out of range"));
+            }
+            let start = res.len();
+            res.resize(start + inner * esize, 0);
+            let row = &mut res[start..];
+            match esize {
+                4 => gather::<4>(src, row, base, inner_stride),
+                8 => gather::<8>(src, row, base, inner_stride),
+                2 => gather::<2>(src, row, base, inner_stride),
+                1 => gather::<1>(src, row, base, inner_stride),
+                _ => {
+                    for (j, out) in row.chunks_exact_mut(esize).enumerate() {
+                        let p = (base + j as isize * inner_stride) as usize * esize;
+                        out.copy_from_slice(&src[p..p + esize]);
+                    }
+                }
             }
         }
         let mut d = rank - 1;
@@ -68,6 +88,24 @@ pub(crate) fn strided_copy(
             base -= strides[d] * out[d] as isize;
             idx[d] = 0;
         }
+    }
+}
+
+/// Copies `N`-byte elements `base + j * stride` of `src` to consecutive slots of `row`
+/// (the caller has checked that every index is in range).
+fn gather<const N: usize>(src: &[u8], row: &mut [u8], base: isize, stride: isize) {
+    if stride == 0 {
+        let p = base as usize * N;
+        let mut v = [0u8; N];
+        v.copy_from_slice(&src[p..p + N]);
+        for out in row.chunks_exact_mut(N) {
+            out.copy_from_slice(&v);
+        }
+        return;
+    }
+    for (j, out) in row.chunks_exact_mut(N).enumerate() {
+        let p = (base + j as isize * stride) as usize * N;
+        out.copy_from_slice(&src[p..p + N]);
     }
 }
 

@@ -620,6 +620,58 @@ mod compute {
         assert_eq!(to_f32(&out[2]), vec![18.0]);
     }
 
+    #[test]
+    fn reduce_over_middle_and_long_inner_axes() {
+        // [2, 3, 20]: sum over the middle axis, sum and max over the innermost (rows long
+        // enough for the multi-accumulator loop); one NaN must survive the max.
+        let mut v: Vec<f32> = (0..120).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+        v[45] = f32::NAN;
+        let (mut b, args) = FuncBuilder::new(&[t(&[2, 3, 20], E::F32)]);
+        let init = b.constant(&f32s(&[], &[0.5]));
+        let ninf = b.constant(&f32s(&[], &[f32::NEG_INFINITY]));
+        let reduce = |b: &mut FuncBuilder, kind, init, dim: i64, shape: &[i64]| {
+            let body = body_of(b, kind, E::F32);
+            b.op_full(
+                K::Reduce,
+                &[args[0], init],
+                &[t(shape, E::F32)],
+                vec![("dimensions", i64s(&[dim]))],
+                vec![body],
+            )[0]
+        };
+        let mid = reduce(&mut b, K::Add, init, 1, &[2, 20]);
+        let last = reduce(&mut b, K::Add, init, 2, &[2, 3]);
+        let max = reduce(&mut b, K::Maximum, ninf, 2, &[2, 3]);
+        let m = b.finish(&[mid, last, max]);
+        let x = f32s(&[2, 3, 20], &v);
+        let out = run_function(&m, "main", &[x]).unwrap();
+        let at = |i: usize, j: usize, k: usize| v[(i * 3 + j) * 20 + k];
+        let mut want_mid = Vec::new();
+        for i in 0..2 {
+            for k in 0..20 {
+                want_mid.push(0.5 + (0..3).map(|j| at(i, j, k)).sum::<f32>());
+            }
+        }
+        let got_mid = to_f32(&out[0]);
+        for (g, w) in got_mid.iter().zip(&want_mid) {
+            assert!(g == w || (g.is_nan() && w.is_nan()), "{g} vs {w}");
+        }
+        let sums = to_f32(&out[1]);
+        let maxes = to_f32(&out[2]);
+        for r in 0..6 {
+            let row = &v[r * 20..(r + 1) * 20];
+            if r == 2 {
+                assert!(sums[r].is_nan() && maxes[r].is_nan());
+                continue;
+            }
+            assert_eq!(sums[r], 0.5 + row.iter().sum::<f32>());
+            assert_eq!(
+                maxes[r],
+                row.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+            );
+        }
+    }
+
     /// argmax as JAX writes it: a two-operand reduce whose body compares and selects.
     fn argmax_module(capture_outside: bool) -> Module {
         let (mut b, args) = FuncBuilder::new(&[t(&[2, 4], E::F32)]);

@@ -1,0 +1,117 @@
+//! Dense f32/f64 matrix products through `ndarray`'s blocked SIMD kernels (the
+//! `matrixmultiply` crate, threaded for large products), on strided views so that
+//! transposed or otherwise strided operands need no copy.
+//!
+//! Like XLA CPU, products accumulate in the element type (f32 sums for f32), in the
+//! kernel's blocked order rather than strictly left to right.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar, ShapeBuilder};
+
+/// A strided matrix inside a slice: element `(i, j)` is at `offset + i * row + j * col`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Strided {
+    pub offset: usize,
+    pub row: usize,
+    pub col: usize,
+}
+
+/// `out = a * b` for an `m x k` matrix `a` and a `k x n` matrix `b`, with `out` an
+/// `m x n` row-major slice. Returns `false` (leaving `out` unspecified) when a view does
+/// not fit its slice, so the caller can fall back to its own loop.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_into<T: LinalgScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+) -> bool {
+    if out.len() != m * n {
+        return false;
+    }
+    if m == 0 || n == 0 {
+        return true;
+    }
+    if k == 0 {
+        out.fill(T::zero());
+        return true;
+    }
+    let (Some(a), Some(b)) = (a.get(sa.offset..), b.get(sb.offset..)) else {
+        return false;
+    };
+    let Ok(av) = ArrayView2::from_shape((m, k).strides((sa.row, sa.col)), a) else {
+        return false;
+    };
+    let Ok(bv) = ArrayView2::from_shape((k, n).strides((sb.row, sb.col)), b) else {
+        return false;
+    };
+    let Ok(mut cv) = ArrayViewMut2::from_shape((m, n), out) else {
+        return false;
+    };
+    general_mat_mul(T::one(), &av, &bv, T::zero(), &mut cv);
+    true
+}
+
+/// The stride of a group of dimensions visited in the order `dims` inside a row-major
+/// array of extents `ext` and strides `strides`, when the group can be walked as one
+/// dimension with a single stride; `Some(0)` for an empty group (or one of size 1).
+pub(crate) fn group_stride(dims: &[usize], ext: &[usize], strides: &[usize]) -> Option<usize> {
+    let live: Vec<usize> = dims.iter().copied().filter(|&d| ext[d] != 1).collect();
+    for pair in live.windows(2) {
+        if strides[pair[0]] != strides[pair[1]] * ext[pair[1]] {
+            return None;
+        }
+    }
+    Some(live.last().map_or(0, |&d| strides[d]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_product_matches_the_definition() {
+        // a is 2x3 stored transposed (3x2 row-major); b is 3x2 row-major.
+        let a_t = [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0];
+        let b = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let mut out = [0.0f32; 4];
+        let sa = Strided {
+            offset: 0,
+            row: 1,
+            col: 2,
+        };
+        let sb = Strided {
+            offset: 0,
+            row: 2,
+            col: 1,
+        };
+        assert!(matmul_into(2, 3, 2, &a_t, sa, &b, sb, &mut out));
+        assert_eq!(out, [22.0, 28.0, 49.0, 64.0]);
+    }
+
+    #[test]
+    fn views_past_the_end_are_refused() {
+        let a = [1.0f64; 3];
+        let mut out = [0.0f64; 4];
+        let s = Strided {
+            offset: 0,
+            row: 2,
+            col: 1,
+        };
+        assert!(!matmul_into(2, 2, 2, &a, s, &a, s, &mut out));
+    }
+
+    #[test]
+    fn group_strides() {
+        let ext = [2, 3, 4];
+        let st = [12, 4, 1];
+        assert_eq!(group_stride(&[1, 2], &ext, &st), Some(1));
+        assert_eq!(group_stride(&[0, 1], &ext, &st), Some(4));
+        assert_eq!(group_stride(&[2, 1], &ext, &st), None);
+        assert_eq!(group_stride(&[], &ext, &st), Some(0));
+    }
+}
