@@ -6,6 +6,7 @@ JAX imports this module while it discovers backends and calls
 """
 
 import logging
+import os
 
 from ._library import library_path
 
@@ -30,12 +31,44 @@ def initialize():
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path)
     _enable_buffer_donation()
     _enable_persistent_compilation_cache()
+    _keep_host_cpu_backend()
     try:
         from . import lowerings
 
         lowerings.register()
     except Exception as err:  # lowering rules are optional; never block loading
         logger.debug("oxla linalg lowerings not registered: %s", err)
+    try:
+        from . import callbacks
+
+        callbacks.install(path)
+    except Exception as err:  # callbacks are optional; never block loading
+        logger.warning("oxla host callbacks are unavailable: %s", err)
+
+
+#: Set to 0 to keep ``JAX_PLATFORMS=oxla`` from also starting JAX's cpu backend.
+ENV_HOST_CPU = "OXLA_HOST_CPU"
+
+
+def _keep_host_cpu_backend():
+    """With ``JAX_PLATFORMS=oxla`` alone, also starts JAX's cpu backend (after
+    oxla, so oxla stays the default).
+
+    JAX runs every host callback (``jax.debug.print``, ``pure_callback``,
+    ``io_callback``) by first placing its operands on a cpu device, and fails
+    when the cpu backend is not running. JAX reads the platform list after
+    initializing plugins, so extending it here takes effect.
+    """
+    if os.environ.get(ENV_HOST_CPU, "1").strip().lower() in ("0", "false", "no"):
+        return
+    try:
+        import jax
+
+        platforms = jax.config.jax_platforms
+        if platforms and [p.strip() for p in platforms.split(",")] == [PLATFORM]:
+            jax.config.update("jax_platforms", f"{PLATFORM},cpu")
+    except Exception as err:  # never block loading the plugin
+        logger.debug("could not add the cpu backend for host callbacks: %s", err)
 
 
 def _enable_buffer_donation():

@@ -89,6 +89,8 @@ fn check_region(region: &Region) -> Result<()> {
 fn static_tensor(ty: &Type, what: &str) -> Result<TensorType> {
     match ty {
         Type::Tensor(t) if t.is_static() => Ok(t.clone()),
+        // Runtime tokens (JAX's ordered effects) travel as empty `pred` buffers.
+        Type::Token => Ok(oxla_ir::eval::token_literal().ty),
         other => Err(ClientError::Unimplemented(format!(
             "{what} has type {other}; oxla supports statically shaped tensors only"
         ))),
@@ -833,5 +835,71 @@ module {
         };
         let err = Executable::compile(TWO_FUNCTIONS.as_bytes(), missing).unwrap_err();
         assert!(err.message().contains("`h`"), "{err}");
+    }
+
+    const HOST_CALL: &str = "
+module {
+  func.func public @main(%t: !stablehlo.token, %a: tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>) {
+    %0 = stablehlo.custom_call @oxla_test_reverse(%a) {backend_config = \"7\", has_side_effect = true} : (tensor<3xf32>) -> tensor<3xf32>
+    return %t, %0 : !stablehlo.token, tensor<3xf32>
+  }
+}
+";
+
+    #[test]
+    fn registered_host_calls_run_and_tokens_cross_as_empty_buffers() {
+        use oxla_ir::eval::{register_host_call, unregister_host_call, HostCall};
+        let client = crate::Client::new(&crate::ClientOptions::default()).unwrap();
+        // Unregistered: the target is rejected at compile time, naming it.
+        let err = client
+            .compile(HOST_CALL.as_bytes(), CompileOptions::default())
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Unimplemented, "{err}");
+        assert!(err.message().contains("oxla_test_reverse"), "{err}");
+        register_host_call(
+            "oxla_test_reverse",
+            std::sync::Arc::new(|call: &HostCall<'_>| {
+                assert_eq!(call.backend_config, "7");
+                let mut out = call.args[0].clone();
+                let values: Vec<f32> = out.to_f32_vec().unwrap().into_iter().rev().collect();
+                out.data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                Ok(vec![out])
+            }),
+        );
+        let exe = client
+            .compile(HOST_CALL.as_bytes(), CompileOptions::default())
+            .unwrap();
+        let token_ty = oxla_ir::eval::token_literal().ty;
+        assert_eq!(exe.executable().input_types()[0], token_ty);
+        assert_eq!(exe.executable().output_types()[0], token_ty);
+        let device = &client.addressable_devices()[0];
+        let token = Buffer::from_bytes(device, token_ty.clone(), Vec::new()).unwrap();
+        let values = oxla_ir::Literal::from_f32(&[3], &[1.0, 2.0, 3.0]).unwrap();
+        let arg = Buffer::from_literal(device, values).unwrap();
+        let result = exe
+            .execute(&[vec![token, arg]], &ExecuteOptions::default())
+            .unwrap();
+        result.completions[0].wait().unwrap();
+        let outputs = &result.outputs[0];
+        assert_eq!(outputs[0].to_literal().unwrap().ty, token_ty);
+        assert_eq!(
+            outputs[1].to_literal().unwrap().to_f32_vec().unwrap(),
+            vec![3.0, 2.0, 1.0]
+        );
+        // A handler's error fails the execution with its text.
+        register_host_call(
+            "oxla_test_reverse",
+            std::sync::Arc::new(|_: &HostCall<'_>| Err("the host refused".to_string())),
+        );
+        let token = Buffer::from_bytes(device, token_ty, Vec::new()).unwrap();
+        let arg =
+            Buffer::from_literal(device, oxla_ir::Literal::from_f32(&[3], &[0.0; 3]).unwrap())
+                .unwrap();
+        let result = exe
+            .execute(&[vec![token, arg]], &ExecuteOptions::default())
+            .unwrap();
+        let err = result.completions[0].wait().unwrap_err();
+        assert!(err.message().contains("the host refused"), "{err}");
+        unregister_host_call("oxla_test_reverse");
     }
 }

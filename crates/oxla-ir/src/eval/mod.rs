@@ -18,6 +18,7 @@ mod element;
 mod elementwise;
 mod floatfmt;
 mod gemm;
+mod host;
 mod reduce;
 mod shape;
 mod special;
@@ -45,6 +46,7 @@ pub use collective::{
     SingleDevice,
 };
 use context::OpCx;
+pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -90,6 +92,9 @@ pub fn run_function_with(
     }
     for (i, (arg, ty)) in args.iter().zip(&func.ty.inputs).enumerate() {
         let ok = match ty {
+            // A token crosses the function boundary as an empty `i1` tensor, as runtime
+            // tokens do in PJRT.
+            Type::Token => arg.ty == token_literal().ty,
             Type::Tensor(t) => {
                 t.element_type == arg.ty.element_type
                     && t.rank() == arg.ty.rank()
@@ -117,13 +122,21 @@ pub fn run_function_with(
         }
     }
     let mut interp = Interp::new(module, collectives);
-    let values = args.iter().cloned().map(Value::Tensor).collect();
+    let values = args
+        .iter()
+        .zip(&func.ty.inputs)
+        .map(|(arg, ty)| match ty {
+            Type::Token => Value::Token,
+            _ => Value::Tensor(arg.clone()),
+        })
+        .collect();
     let results = interp.call(func, values)?;
     results
         .into_iter()
         .enumerate()
         .map(|(i, v)| match v {
             Value::Tensor(lit) => Ok(lit),
+            Value::Token => Ok(token_literal()),
             _ => Err(IrError::Eval {
                 detail: format!("result {i} of `{name}` is not a tensor"),
             }),
@@ -133,10 +146,15 @@ pub fn run_function_with(
 
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
-/// cpu lowering rules call, and the sharding custom calls).
+/// cpu lowering rules call, the sharding custom calls, and targets registered with
+/// [`register_host_call`]).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
-        OpKind::CustomCall => lapack::supports(op) || sharding_call_target(op).is_some(),
+        OpKind::CustomCall => {
+            lapack::supports(op)
+                || sharding_call_target(op).is_some()
+                || host_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
+        }
         ref kind => is_supported(kind),
     }
 }
@@ -366,6 +384,11 @@ impl<'m> Interp<'m> {
             K::CustomCall if sharding_call_target(op).is_some() => {
                 self.exec_collective(frame, cx)?
             }
+            K::CustomCall
+                if host_target(op).is_some_and(|t| host::host_call_handler(t).is_some()) =>
+            {
+                self.exec_host_call(frame, cx)?
+            }
             K::CustomCall => {
                 let args = op
                     .operands
@@ -574,4 +597,20 @@ fn tensor_op(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
         _ => return Err(cx.unsupported("the reference evaluator does not implement this op")),
     };
     Ok(vec![res])
+}
+
+/// How a token argument or result crosses the function boundary: an empty `i1` tensor.
+pub fn token_literal() -> Literal {
+    Literal {
+        ty: crate::TensorType::new(vec![0], crate::ElementType::Pred),
+        data: Vec::new(),
+    }
+}
+
+/// The custom call's target name, if it is a string.
+fn host_target(op: &Op) -> Option<&str> {
+    match op.attr("call_target_name") {
+        Some(crate::Attribute::String(t)) => Some(t.as_str()),
+        _ => None,
+    }
 }

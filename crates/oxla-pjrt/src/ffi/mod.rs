@@ -16,6 +16,7 @@ mod error;
 mod event;
 mod executable;
 mod handles;
+mod host_callback;
 mod types;
 mod unimplemented;
 

@@ -1,0 +1,114 @@
+//! Host calls: `stablehlo.custom_call` targets the embedding program implements (the JAX
+//! plugin registers `oxla_python_callback`, which runs Python callbacks such as
+//! `jax.debug.print`). The evaluator hands such a call its operands and the declared result
+//! types, and checks what comes back.
+
+use crate::{IrError, Literal, TensorType};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// One call of a host target.
+#[derive(Debug)]
+pub struct HostCall<'a> {
+    /// The custom call's `call_target_name`.
+    pub target: &'a str,
+    /// Its `backend_config` string ("" when absent or not a string).
+    pub backend_config: &'a str,
+    /// The operands.
+    pub args: &'a [Literal],
+    /// The declared result types; the handler must return literals of exactly these types.
+    pub result_types: &'a [TensorType],
+}
+
+/// A host target's implementation; an `Err` becomes the execution's error.
+pub type HostCallHandler = dyn Fn(&HostCall<'_>) -> Result<Vec<Literal>, String> + Send + Sync;
+
+fn registry() -> &'static RwLock<HashMap<String, Arc<HostCallHandler>>> {
+    static REGISTRY: OnceLock<RwLock<HashMap<String, Arc<HostCallHandler>>>> = OnceLock::new();
+    REGISTRY.get_or_init(Default::default)
+}
+
+/// Makes custom calls to `target` run `handler` (replacing any earlier handler).
+pub fn register_host_call(target: &str, handler: Arc<HostCallHandler>) {
+    let mut map = registry().write().unwrap_or_else(|p| p.into_inner());
+    map.insert(target.to_string(), handler);
+}
+
+/// Removes the handler of `target`; later programs calling it fail to compile.
+pub fn unregister_host_call(target: &str) {
+    let mut map = registry().write().unwrap_or_else(|p| p.into_inner());
+    map.remove(target);
+}
+
+/// The handler of `target`, if one is registered.
+pub(crate) fn host_call_handler(target: &str) -> Option<Arc<HostCallHandler>> {
+    let map = registry().read().unwrap_or_else(|p| p.into_inner());
+    map.get(target).cloned()
+}
+
+/// Runs `call` through its handler and checks the results against the declared types.
+pub(crate) fn run_host_call(
+    handler: &HostCallHandler,
+    call: &HostCall<'_>,
+) -> Result<Vec<Literal>, IrError> {
+    let results = handler(call).map_err(|detail| IrError::Eval {
+        detail: format!("host call `{}` failed: {detail}", call.target),
+    })?;
+    if results.len() != call.result_types.len()
+        || results
+            .iter()
+            .zip(call.result_types)
+            .any(|(r, t)| &r.ty != t)
+    {
+        return Err(IrError::Eval {
+            detail: format!(
+                "host call `{}` returned {} values of the wrong types (expected {})",
+                call.target,
+                results.len(),
+                call.result_types
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    Ok(results)
+}
+
+impl<'m> super::Interp<'m> {
+    /// Evaluates a custom call whose target has a registered host handler.
+    pub(super) fn exec_host_call(
+        &mut self,
+        frame: &mut super::Frame<'m>,
+        cx: super::OpCx<'m>,
+    ) -> Result<Vec<super::Value>, IrError> {
+        let target = super::host_target(cx.op).unwrap_or_default();
+        let handler = host_call_handler(target)
+            .ok_or_else(|| cx.unsupported(format!("no host handler for `{target}`")))?;
+        let args = cx
+            .op
+            .operands
+            .iter()
+            .map(|&id| super::tensor_operand(frame, cx, id).cloned())
+            .collect::<Result<Vec<_>, _>>()?;
+        let result_types = (0..cx.op.results.len())
+            .map(|i| cx.result_tensor(i).cloned())
+            .collect::<Result<Vec<_>, _>>()?;
+        let backend_config = match cx.op.attr("backend_config") {
+            Some(crate::Attribute::String(s)) => s.as_str(),
+            _ => "",
+        };
+        let call = HostCall {
+            target,
+            backend_config,
+            args: &args,
+            result_types: &result_types,
+        };
+        Ok(run_host_call(handler.as_ref(), &call)
+            .map_err(|err| cx.invalid(err.to_string()))?
+            .into_iter()
+            .map(super::Value::Tensor)
+            .collect())
+    }
+}
