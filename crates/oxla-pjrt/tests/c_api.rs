@@ -608,3 +608,13 @@ fn compile_errors_name_the_problem() {
         err.message
     );
 }
+
+#[test]
+fn a_program_without_outputs_runs_with_null_output_lists() {
+    let client = try_client(&[]).unwrap();
+    let exe = client.compile("func.func @main(%a: tensor<2xf32>) {\n  return\n}\n");
+    let arg = client.f32_buffer(&[1.0, 2.0], &[2]);
+    let (outputs, status) = client.try_execute(exe, &[arg], 0, &[]).unwrap();
+    assert!(outputs.is_empty());
+    status.unwrap();
+}

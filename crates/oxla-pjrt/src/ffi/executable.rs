@@ -545,9 +545,14 @@ entry_point!(
                 .collect::<Result<Vec<_>>>()?;
             argument_lists.push(buffers);
         }
-        // SAFETY: the caller passes `num_devices` output lists.
-        let output_lists =
-            unsafe { convert::slice(args.output_lists, args.num_devices, "output_lists") }?;
+        // A program without outputs writes nothing, and JAX may then pass null lists.
+        let num_outputs = handle.loaded.executable().num_outputs();
+        let output_lists: &[*mut *mut PJRT_Buffer] = if num_outputs == 0 {
+            &[]
+        } else {
+            // SAFETY: the caller passes `num_devices` output lists.
+            unsafe { convert::slice(args.output_lists, args.num_devices, "output_lists") }?
+        };
         if output_lists.iter().any(|list| list.is_null()) {
             return Err(ClientError::InvalidArgument(
                 "an output list is null".to_string(),

@@ -294,7 +294,12 @@ impl TestClient {
         let arg_list: *const *mut PJRT_Buffer = args_in.as_ptr();
         let lists = [arg_list];
         let mut outputs = vec![std::ptr::null_mut::<PJRT_Buffer>(); num_outputs.max(1)];
-        let output_lists = [outputs.as_mut_ptr()];
+        // Like jaxlib, pass null output lists when there are no outputs.
+        let output_lists = if num_outputs == 0 {
+            [std::ptr::null_mut()]
+        } else {
+            [outputs.as_mut_ptr()]
+        };
         let mut events = [std::ptr::null_mut::<PJRT_Event>()];
         let mut args = PJRT_LoadedExecutable_Execute_Args::new();
         args.executable = exe;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs JAX's own test files on JAX's cpu backend and on oxla and prints per-file
+# pass / fail / error / skip counts side by side. Opt-in and slow: not part of
+# scripts/test.sh.
+#
+# Usage: scripts/jax_test_suite.sh JAX_CHECKOUT [TEST_FILE...]
+#   JAX_CHECKOUT  a checkout of jax-ml/jax at the tag matching the installed jax
+#                 (jax-v0.10.2); its tests/ directory is run in place
+#   TEST_FILE     file names under tests/ (default: the core files below)
+# Knobs:
+#   OXLA_SUITE_OUT       where logs and JUnit XML go (default target/jax-suite)
+#   OXLA_SUITE_BACKENDS  which backends to run (default "cpu oxla")
+#   OXLA_SUITE_TIMEOUT   seconds per file and backend (default 3600)
+#   OXLA_SUITE_WORKERS   pytest-xdist workers (default 2)
+#   OXLA_SUITE_CASES     JAX_NUM_GENERATED_CASES (default 10, JAX's own default)
+# Workers that crash are restarted (--max-worker-restart) and their test counted as
+# an error, so one crash does not end a file's run.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+[ $# -ge 1 ] || die "usage: $0 JAX_CHECKOUT [TEST_FILE...]"
+checkout="$(cd "$1" && pwd)"
+shift
+[ -d "$checkout/tests" ] || die "$checkout has no tests/ directory"
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then
+    files=(lax_test.py lax_numpy_test.py lax_control_flow_test.py lax_autodiff_test.py
+           nn_test.py random_test.py linalg_test.py fft_test.py api_test.py pmap_test.py)
+fi
+out="${OXLA_SUITE_OUT:-$OXLA_ROOT/target/jax-suite}"
+mkdir -p "$out"
+python="${PYTHON:-python3}"
+"$python" -m pip install -q absl-py hypothesis pytest pytest-xdist >/dev/null
+
+for file in "${files[@]}"; do
+    for backend in ${OXLA_SUITE_BACKENDS:-cpu oxla}; do
+        name="${file%.py}-$backend"
+        log "$file on $backend"
+        platforms="$backend"
+        [ "$backend" = oxla ] && platforms="oxla,cpu"
+        # Non-zero exits are expected (failing tests); the XML holds the counts.
+        (cd "$checkout" && JAX_PLATFORMS="$platforms" \
+            JAX_NUM_GENERATED_CASES="${OXLA_SUITE_CASES:-10}" \
+            XLA_FLAGS="--xla_force_host_platform_device_count=8" OXLA_NUM_DEVICES=8 \
+            timeout "${OXLA_SUITE_TIMEOUT:-3600}" "$python" -m pytest -q -p no:cacheprovider \
+            -n "${OXLA_SUITE_WORKERS:-2}" --max-worker-restart=1000 \
+            --junitxml="$out/$name.xml" "tests/$file" >"$out/$name.log" 2>&1) || true
+    done
+done
+
+"$python" - "$out" "${files[@]}" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+out, files = Path(sys.argv[1]), sys.argv[2:]
+
+def counts(path):
+    if not path.exists():
+        return None
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    total = {k: 0 for k in ("tests", "failures", "errors", "skipped")}
+    for s in suites:
+        for k in total:
+            total[k] += int(s.get(k, 0))
+    total["passed"] = total["tests"] - total["failures"] - total["errors"] - total["skipped"]
+    return total
+
+def cell(c):
+    if c is None:
+        return "no result (timeout?)"
+    return f"{c['passed']} / {c['failures']} / {c['errors']} / {c['skipped']}"
+
+print(f"{'file':<28} {'cpu: pass / fail / error / skip':>34} {'oxla: pass / fail / error / skip':>34}")
+for f in files:
+    stem = f[:-3] if f.endswith(".py") else f
+    print(f"{f:<28} {cell(counts(out / f'{stem}-cpu.xml')):>34} {cell(counts(out / f'{stem}-oxla.xml')):>34}")
+PY
