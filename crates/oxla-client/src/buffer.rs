@@ -287,14 +287,9 @@ impl Buffer {
         self.copy_to(device, memory)
     }
 
+    /// A copy into the same memory is allowed (JAX asks for one when it needs a distinct
+    /// buffer); the bytes are immutable, so every copy shares them.
     fn copy_to(&self, device: &Device, memory: &Memory) -> Result<Buffer> {
-        if *memory == self.inner.memory {
-            return Err(ClientError::InvalidArgument(format!(
-                "buffer is already in memory {} of device {}",
-                memory.id(),
-                device.id()
-            )));
-        }
         let src = self.slot("copy")?;
         let dst = Slot::pending();
         let job_dst = dst.clone();

@@ -380,6 +380,20 @@ mod tests {
 ";
 
     #[test]
+    fn copies_into_the_same_memory_are_new_buffers_with_the_same_data() {
+        let client = Client::new(&ClientOptions::from_env().unwrap()).unwrap();
+        let device = &client.addressable_devices()[0];
+        let values = Literal::from_f32(&[3], &[1.0, -2.0, 3.5]).unwrap();
+        let buffer = Buffer::from_literal(device, values.clone()).unwrap();
+        let copy = buffer
+            .copy_to_memory(device, device.default_memory())
+            .unwrap();
+        assert!(!copy.same_buffer(&buffer));
+        buffer.delete();
+        assert_eq!(copy.to_literal().unwrap(), values);
+    }
+
+    #[test]
     fn compile_rejects_a_program_that_fails_verification() {
         let client = Client::new(&ClientOptions::default()).unwrap();
         let bad = "func.func public @main(%a: tensor<2xf32>, %b: tensor<3xf32>) -> tensor<2xf32> {

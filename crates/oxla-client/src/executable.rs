@@ -605,13 +605,19 @@ impl LoadedExecutable {
             for (arg_idx, buffer) in args.iter().enumerate() {
                 let donate = exe.donated_inputs()[arg_idx]
                     && !options.non_donatable_inputs.contains(&arg_idx);
-                let what = format!("argument {arg_idx} of {}", exe.name());
-                // A donated buffer is consumed by the call, as PJRT's contract says.
+                // A donated buffer is consumed by the call, as PJRT's contract says. The
+                // argument is named only when there is an error to report.
                 let slot = if donate {
-                    buffer.take_slot(&what)?
+                    buffer.take_slot("")
                 } else {
-                    buffer.slot(&what)?
-                };
+                    buffer.slot("")
+                }
+                .map_err(|err| match err {
+                    ClientError::FailedPrecondition(msg) => ClientError::FailedPrecondition(
+                        format!("argument {arg_idx} of {}{msg}", exe.name()),
+                    ),
+                    other => other,
+                })?;
                 arg_slots.push(slot);
             }
             let out_slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();

@@ -4,8 +4,8 @@
 use super::context::OpCx;
 use super::element::int_at;
 use super::reduce;
-use super::{operand, tensor_operand, Frame, Interp, Value};
-use crate::{Attribute, ElementType, IrError, Literal, Region};
+use super::{operand, take_operands, tensor_operand, Frame, Interp, Value};
+use crate::{Attribute, ElementType, IrError, Literal, Region, ValueId};
 
 impl<'m> Interp<'m> {
     fn region(&self, cx: OpCx<'m>, i: usize) -> Result<&'m Region, IrError> {
@@ -15,12 +15,18 @@ impl<'m> Interp<'m> {
             .ok_or_else(|| cx.invalid(format!("missing region {i}")))
     }
 
-    fn operand_values(&self, frame: &Frame<'m>, cx: OpCx<'m>) -> Result<Vec<Value>, IrError> {
-        cx.op
-            .operands
-            .iter()
-            .map(|&id| operand(frame, cx, id).cloned())
-            .collect()
+    /// The operands' values: those in `moves` (last uses) moved out of the table, the others
+    /// cloned.
+    fn operand_values(
+        &self,
+        frame: &mut Frame<'m>,
+        cx: OpCx<'m>,
+        moves: &[ValueId],
+    ) -> Result<Vec<Value>, IrError> {
+        for &id in &cx.op.operands {
+            operand(frame, cx, id)?;
+        }
+        Ok(take_operands(frame, cx.op, moves))
     }
 
     /// Evaluates `while`: the condition region, then the body, until the condition is false.
@@ -28,12 +34,24 @@ impl<'m> Interp<'m> {
         &mut self,
         frame: &mut Frame<'m>,
         cx: OpCx<'m>,
+        moves: &[ValueId],
     ) -> Result<Vec<Value>, IrError> {
         let cond = self.region(cx, 0)?;
         let body = self.region(cx, 1)?;
-        let mut state = self.operand_values(frame, cx)?;
+        let mut state = self.operand_values(frame, cx, moves)?;
+        // The condition gets clones of the values it reads; the others stay unbound (a
+        // token) instead of being copied every iteration.
+        let cond_used = self.region_args_used(cond);
         loop {
-            let res = self.exec_region(frame, cond, state.clone())?;
+            let cond_args = state
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match cond_used.arg_used.get(i) {
+                    Some(false) => Value::Token,
+                    _ => v.clone(),
+                })
+                .collect();
+            let res = self.exec_region(frame, cond, cond_args)?;
             if !scalar_pred(cx, &res)? {
                 return Ok(state);
             }
@@ -88,6 +106,7 @@ impl<'m> Interp<'m> {
         frame: &mut Frame<'m>,
         cx: OpCx<'m>,
         callee_attr: &str,
+        moves: &[ValueId],
     ) -> Result<Vec<Value>, IrError> {
         let callee = match cx.attr(callee_attr)? {
             Attribute::SymbolRef(s) | Attribute::String(s) => s.trim_start_matches('@'),
@@ -97,7 +116,7 @@ impl<'m> Interp<'m> {
         let func = module
             .function(callee)
             .ok_or_else(|| cx.invalid(format!("calls unknown function @{callee}")))?;
-        let args = self.operand_values(frame, cx)?;
+        let args = self.operand_values(frame, cx, moves)?;
         if args.len() != func.ty.inputs.len() {
             return Err(cx.invalid(format!(
                 "passes {} arguments to @{callee}, which takes {}",

@@ -321,7 +321,9 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
     let per_group = p.out_features / groups;
     let batch_per_group = p.in_batch / p.batch_groups;
     let n_pos = p.taps.len();
-    if n_pos == 0 || per_group == 0 {
+    // No output position, no output feature, or no tap or input feature to sum over:
+    // every output is the empty sum.
+    if n_pos == 0 || per_group == 0 || kdim == 0 {
         return Some(out);
     }
     // Bound the window matrix to about 16 MiB of f32.

@@ -210,6 +210,11 @@ pub fn is_supported(kind: &OpKind) -> bool {
 /// Per block: which values to free after each op.
 struct BlockLiveness {
     frees: Vec<Vec<ValueId>>,
+    /// Per op: the operands it may move out of the table instead of cloning (its last use,
+    /// and not read by the op's own regions).
+    moves: Vec<Vec<ValueId>>,
+    /// Per block argument: whether anything in the block reads it.
+    arg_used: Vec<bool>,
 }
 
 /// The interpreter state shared by all frames of one `run_function` call.
@@ -263,7 +268,36 @@ fn compute_liveness(block: &Block) -> BlockLiveness {
             }
         }
     }
-    BlockLiveness { frees }
+    let moves = block
+        .ops
+        .iter()
+        .zip(&frees)
+        .map(|(op, frees)| {
+            let mut inner = Vec::new();
+            for region in &op.regions {
+                for block in &region.blocks {
+                    for op in &block.ops {
+                        collect_uses(op, &mut inner);
+                    }
+                }
+            }
+            frees
+                .iter()
+                .copied()
+                .filter(|v| op.operands.contains(v) && !inner.contains(v))
+                .collect()
+        })
+        .collect();
+    let arg_used = block
+        .arguments
+        .iter()
+        .map(|v| last_use.contains_key(v))
+        .collect();
+    BlockLiveness {
+        frees,
+        moves,
+        arg_used,
+    }
 }
 
 impl<'m> Interp<'m> {
@@ -323,6 +357,19 @@ impl<'m> Interp<'m> {
         res
     }
 
+    /// Whether each argument of `region`'s single block is read (all `true` when the region
+    /// is not a single block, which `exec_region` then rejects).
+    fn region_args_used(&mut self, region: &'m Region) -> Rc<BlockLiveness> {
+        match region.blocks.as_slice() {
+            [block] => self.block_liveness(block),
+            _ => Rc::new(BlockLiveness {
+                frees: Vec::new(),
+                moves: Vec::new(),
+                arg_used: Vec::new(),
+            }),
+        }
+    }
+
     fn block_liveness(&mut self, block: &Block) -> Rc<BlockLiveness> {
         let key = block as *const Block as usize;
         self.liveness
@@ -356,7 +403,7 @@ impl<'m> Interp<'m> {
             {
                 return Ok(take_operands(frame, op, &live.frees[i]));
             }
-            self.exec_op(frame, op)?;
+            self.exec_op(frame, op, &live.moves[i])?;
             for v in &live.frees[i] {
                 if let Some(slot) = frame.env.get_mut(v.index()) {
                     *slot = None;
@@ -368,18 +415,25 @@ impl<'m> Interp<'m> {
         })
     }
 
-    fn exec_op(&mut self, frame: &mut Frame<'m>, op: &'m Op) -> Result<(), IrError> {
+    /// Evaluates `op`; it may move the values in `moves` (operands at their last use) out of
+    /// the table instead of cloning them.
+    fn exec_op(
+        &mut self,
+        frame: &mut Frame<'m>,
+        op: &'m Op,
+        moves: &[ValueId],
+    ) -> Result<(), IrError> {
         let cx = OpCx {
             op,
             func: frame.func,
         };
         use OpKind as K;
         let results: Vec<Value> = match &op.kind {
-            K::While => self.exec_while(frame, cx)?,
+            K::While => self.exec_while(frame, cx, moves)?,
             K::If => self.exec_if(frame, cx)?,
             K::Case => self.exec_case(frame, cx)?,
-            K::Call => self.exec_call(frame, cx, "callee")?,
-            K::Composite => self.exec_call(frame, cx, "decomposition")?,
+            K::Call => self.exec_call(frame, cx, "callee", moves)?,
+            K::Composite => self.exec_call(frame, cx, "decomposition", moves)?,
             K::Reduce => self.exec_reduce(frame, cx)?,
             K::CustomCall if sharding_call_target(op).is_some() => {
                 self.exec_collective(frame, cx)?

@@ -11,6 +11,7 @@ use oxla_client::{
     Buffer, ClientError, ClientOptions, CompileOptions, Executable, ExecuteOptions, FlagOverrides,
     FlagValue, LoadedExecutable, Result, PROGRAM_FORMAT,
 };
+use pjrt_sys::protos::xla;
 use pjrt_sys::protos::xla::option_override_proto::Value as OverrideValue;
 use pjrt_sys::protos::xla::CompileOptionsProto;
 use pjrt_sys::*;
@@ -348,6 +349,164 @@ entry_point!(
     }
 );
 
+/// PJRT's name for a serialized `xla.HloModuleProtoWithConfig`.
+const HLO_WITH_CONFIG_FORMAT: &str = "hlo_with_config";
+
+/// Magic bytes that open an MLIR bytecode file.
+const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+
+/// XLA's `PrimitiveType` number of an element type; `None` for types whose XLA layout is not
+/// the plain dense one (sub-byte types) or that XLA does not know.
+fn xla_primitive_type(ty: oxla_client::ElementType) -> Option<i32> {
+    use oxla_client::ElementType as E;
+    Some(match ty {
+        E::Pred => 1,
+        E::S8 => 2,
+        E::S16 => 3,
+        E::S32 => 4,
+        E::S64 => 5,
+        E::U8 => 6,
+        E::U16 => 7,
+        E::U32 => 8,
+        E::U64 => 9,
+        E::F16 => 10,
+        E::F32 => 11,
+        E::F64 => 12,
+        E::C64 => 15,
+        E::BF16 => 16,
+        E::C128 => 18,
+        E::F8E5M2 => 19,
+        E::F8E4M3FN => 20,
+        E::F8E4M3B11FNUZ => 23,
+        E::F8E5M2FNUZ => 24,
+        E::F8E4M3FNUZ => 25,
+        E::F8E4M3 => 28,
+        E::F8E3M4 => 29,
+        E::F8E8M0FNU => 31,
+        _ => return None,
+    })
+}
+
+/// An array shape with XLA's default (major-to-minor) layout.
+fn shape_proto(ty: &oxla_client::TensorType) -> Option<xla::ShapeProto> {
+    let rank = ty.shape.len();
+    Some(xla::ShapeProto {
+        element_type: xla_primitive_type(ty.element_type)?,
+        dimensions: ty.shape.clone(),
+        is_dynamic_dimension: vec![false; rank],
+        layout: Some(Box::new(xla::LayoutProto {
+            minor_to_major: (0..rank as i64).rev().collect(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
+}
+
+/// The executable's signature as an HLO module (`hlo_with_config`): one parameter per input
+/// and a body of opaque custom calls producing the outputs.
+///
+/// jaxlib reads the optimized program after every compile, several times, only for the
+/// parameter and output layouts and the output shardings. A StableHLO program costs it an MLIR
+/// context, a VHLO upgrade and a conversion to HLO each time (most of a small program's compile
+/// time); a signature module is decoded directly. `None` (the program itself is returned) for
+/// programs received as text, partitioned or replicated programs (whose shardings jaxlib
+/// reads from the program) and element types without a plain XLA layout.
+fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
+    if exe.num_partitions() != 1
+        || exe.num_replicas() != 1
+        || !exe.optimized_program().1.starts_with(MLIR_BYTECODE_MAGIC)
+    {
+        return None;
+    }
+    let params = exe
+        .input_types()
+        .iter()
+        .map(shape_proto)
+        .collect::<Option<Vec<_>>>()?;
+    let results = exe
+        .output_types()
+        .iter()
+        .map(shape_proto)
+        .collect::<Option<Vec<_>>>()?;
+    let result = if results.len() == 1 {
+        results[0].clone()
+    } else {
+        xla::ShapeProto {
+            element_type: 13, // TUPLE
+            tuple_shapes: results.clone(),
+            ..Default::default()
+        }
+    };
+    let program_shape = xla::ProgramShapeProto {
+        parameter_names: (0..params.len()).map(|i| format!("p{i}")).collect(),
+        parameters: params.clone(),
+        result: Some(result.clone()),
+    };
+    let mut instructions = Vec::with_capacity(params.len() + results.len() + 1);
+    for (i, shape) in params.into_iter().enumerate() {
+        instructions.push(xla::HloInstructionProto {
+            name: format!("p{i}"),
+            opcode: "parameter".to_string(),
+            shape: Some(shape),
+            id: i as i64,
+            parameter_number: i as i64,
+            ..Default::default()
+        });
+    }
+    let first_result = instructions.len() as i64;
+    for (i, shape) in results.iter().enumerate() {
+        instructions.push(xla::HloInstructionProto {
+            name: format!("r{i}"),
+            opcode: "custom-call".to_string(),
+            shape: Some(shape.clone()),
+            id: first_result + i as i64,
+            custom_call_target: "oxla.result".to_string(),
+            ..Default::default()
+        });
+    }
+    let root_id = if results.len() == 1 {
+        first_result
+    } else {
+        let id = first_result + results.len() as i64;
+        instructions.push(xla::HloInstructionProto {
+            name: "tuple".to_string(),
+            opcode: "tuple".to_string(),
+            shape: Some(result),
+            id,
+            operand_ids: (first_result..id).collect(),
+            ..Default::default()
+        });
+        id
+    };
+    let computation_id = root_id + 1;
+    let name = exe.entry_name().to_string();
+    let module = xla::HloModuleProtoWithConfig {
+        hlo_module: Some(xla::HloModuleProto {
+            name: exe.name().to_string(),
+            entry_computation_name: name.clone(),
+            entry_computation_id: computation_id,
+            computations: vec![xla::HloComputationProto {
+                name,
+                instructions,
+                program_shape: Some(program_shape.clone()),
+                id: computation_id,
+                root_id,
+                ..Default::default()
+            }],
+            host_program_shape: Some(program_shape.clone()),
+            ..Default::default()
+        }),
+        config: Some(xla::HloModuleConfigProto {
+            entry_computation_layout: Some(program_shape),
+            replica_count: 1,
+            num_partitions: 1,
+            intra_op_parallelism_threads: -1,
+            ..Default::default()
+        }),
+    };
+    Some(module.encode_to_vec())
+}
+
 entry_point!(
     PJRT_Executable_OptimizedProgram,
     PJRT_Executable_OptimizedProgram_Args,
@@ -365,7 +524,11 @@ entry_point!(
                 PJRT_Program::STRUCT_SIZE
             )));
         }
-        let (format, code) = handle.executable.optimized_program();
+        let signature = signature_hlo(&handle.executable);
+        let (format, code) = match &signature {
+            Some(bytes) => (HLO_WITH_CONFIG_FORMAT, bytes.as_slice()),
+            None => handle.executable.optimized_program(),
+        };
         program.format = format.as_ptr().cast();
         program.format_size = format.len();
         if program.code.is_null() {

@@ -1,0 +1,114 @@
+"""Convolutions and matrix products, oxla against JAX's cpu backend: dimension numbers,
+strides, padding (negative included), lhs/rhs dilation, feature and batch groups, empty
+operands, dtypes, and gradients (which produce the transposed and dilated forms)."""
+
+import numpy as np
+import pytest
+
+from _support import require_jax
+
+jax = require_jax()
+jnp = jax.numpy
+lax = jax.lax
+
+from differential import check  # noqa: E402
+
+
+def data(shape, dtype, seed):
+    values = np.random.default_rng(seed).standard_normal(shape)
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        values = np.round(values * 3)
+    return values.astype(dtype)
+
+
+# (lhs NCHW, rhs OIHW, strides, padding, lhs_dilation, rhs_dilation, feature_groups,
+#  batch_groups)
+CASES = [
+    ((1, 3, 8, 8), (4, 3, 3, 3), (1, 1), "SAME", None, None, 1, 1),
+    ((2, 3, 9, 7), (5, 3, 3, 2), (2, 1), "VALID", None, None, 1, 1),
+    ((2, 4, 8, 8), (6, 2, 3, 3), (1, 2), [(1, 2), (0, 1)], None, None, 2, 1),
+    ((1, 4, 7, 7), (4, 1, 3, 3), (1, 1), "SAME", None, None, 4, 1),  # depthwise
+    ((4, 2, 6, 6), (6, 2, 3, 3), (1, 1), "VALID", None, None, 1, 2),
+    ((1, 2, 6, 6), (3, 2, 3, 3), (1, 1), [(2, 2), (1, 1)], (2, 2), None, 1, 1),
+    ((1, 2, 9, 9), (3, 2, 3, 3), (1, 1), "VALID", None, (2, 3), 1, 1),
+    ((1, 2, 6, 6), (3, 2, 2, 2), (3, 3), [(-1, 0), (0, -1)], None, None, 1, 1),
+    ((1, 1, 1, 1), (1, 1, 1, 1), (1, 1), "VALID", None, None, 1, 1),
+    ((1, 3, 4, 4), (2, 3, 5, 5), (1, 1), [(4, 4), (4, 4)], None, None, 1, 1),
+    ((0, 3, 5, 5), (2, 3, 3, 3), (1, 1), "SAME", None, None, 1, 1),  # empty batch
+    ((1, 0, 5, 5), (2, 0, 3, 3), (1, 1), "SAME", None, None, 1, 1),  # no input features
+    ((1, 3, 5, 5), (0, 3, 3, 3), (1, 1), "SAME", None, None, 1, 1),  # no output features
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32], ids=lambda d: np.dtype(d).name)
+def test_conv_nchw(case, dtype):
+    lhs_shape, rhs_shape, strides, padding, lhs_dil, rhs_dil, fgc, bgc = CASES[case]
+
+    def fn(x, w):
+        return lax.conv_general_dilated(
+            x, w, strides, padding, lhs_dilation=lhs_dil, rhs_dilation=rhs_dil,
+            feature_group_count=fgc, batch_group_count=bgc,
+        )
+
+    check(fn, data(lhs_shape, dtype, 0), data(rhs_shape, dtype, 1))
+
+
+@pytest.mark.parametrize("case", [0, 1, 2, 5, 6])
+def test_conv_nhwc_and_gradients(case):
+    lhs_shape, rhs_shape, strides, padding, lhs_dil, rhs_dil, fgc, bgc = CASES[case]
+    x = np.transpose(data(lhs_shape, np.float32, 2), (0, 2, 3, 1))  # NHWC
+    w = np.transpose(data(rhs_shape, np.float32, 3), (2, 3, 1, 0))  # HWIO
+
+    def fn(x, w):
+        return lax.conv_general_dilated(
+            x, w, strides, padding, lhs_dilation=lhs_dil, rhs_dilation=rhs_dil,
+            feature_group_count=fgc, batch_group_count=bgc,
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        )
+
+    check(fn, x, w)
+    # Weight gradients sum over every output position; the order of that f32 sum differs
+    # between backends, so values near cancellation differ by a few ulps of the terms.
+    check(jax.grad(lambda x, w: jnp.sum(jnp.tanh(fn(x, w))), argnums=(0, 1)), x, w, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 5, 3), (2, 8, 2)])
+def test_conv_1d_and_3d(shape):
+    x = data(shape, np.float32, 4)
+    w = data((4, shape[1], 3), np.float32, 5)
+    check(lambda x, w: lax.conv_general_dilated(x, w, (1,), "SAME"), x, w)
+    x3 = data((1, 2, 4, 5, 3), np.float32, 6)
+    w3 = data((3, 2, 2, 3, 2), np.float32, 7)
+    check(lambda x, w: lax.conv_general_dilated(x, w, (1, 2, 1), "SAME"), x3, w3)
+
+
+@pytest.mark.parametrize(
+    "lhs,rhs,dims",
+    [
+        ((4, 5), (5, 3), (((1,), (0,)), ((), ()))),
+        ((5, 4), (5, 3), (((0,), (0,)), ((), ()))),  # transposed lhs
+        ((4, 5), (3, 5), (((1,), (1,)), ((), ()))),  # transposed rhs
+        ((2, 4, 5), (2, 5, 3), (((2,), (1,)), ((0,), (0,)))),  # batched
+        ((3, 2, 4, 5), (2, 5, 3, 6), (((3,), (1,)), ((1,), (0,)))),  # batch in the middle
+        ((0, 5), (5, 3), (((1,), (0,)), ((), ()))),
+        ((4, 0), (0, 3), (((1,), (0,)), ((), ()))),  # empty contraction: zeros
+        ((7,), (7,), (((0,), (0,)), ((), ()))),  # vector dot
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, jnp.bfloat16],
+                         ids=lambda d: np.dtype(d).name)
+def test_dot_general(lhs, rhs, dims, dtype):
+    check(lambda a, b: lax.dot_general(a, b, dims), data(lhs, dtype, 8), data(rhs, dtype, 9))
+
+
+def test_matmul_large_and_preferred_type():
+    a = data((130, 257), np.float32, 10)
+    b = data((257, 65), np.float32, 11)
+    # K = 257 terms of size ~1: the summation order (blocked on both backends, differently)
+    # moves results by up to ~sqrt(K) * |terms| * eps.
+    check(jnp.matmul, a, b, atol=1e-4)
+    ai = data((6, 7), np.int8, 12)
+    bi = data((7, 5), np.int8, 13)
+    check(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),
+                                       preferred_element_type=jnp.int32), ai, bi)
