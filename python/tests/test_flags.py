@@ -63,6 +63,10 @@ def test_bad_compiler_options_list_the_valid_flags(options, oxla_device):
     with pytest.raises(Exception, match="INVALID_ARGUMENT") as info:
         jax.jit(lambda v: v * 3).lower(x).compile(compiler_options=options)
     assert "dump_dir" in str(info.value)
+    (name,) = options
+    if name in ("oxla_bogus", "xla_cpu_enable_fast_math"):
+        # XLA's wording for an unknown key, which JAX code matches on.
+        assert f"No such compile option: '{name}'" in str(info.value)
 
 
 def test_artifact_dir_is_read_at_every_compile(tmp_path, monkeypatch, oxla_device):

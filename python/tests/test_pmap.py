@@ -173,3 +173,38 @@ def test_unpartitionable_program_fails_cleanly():
     )
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("ERROR") and "manual_computation" in last, result.stdout
+
+
+def test_shardings_jax_reads_back_from_the_executable():
+    # With in_shardings and out_shardings left to the compiler, JAX asks the executable
+    # for its parameter and output shardings.
+    report = run_report(
+        """
+        import json
+        import jax
+        import numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        mesh = Mesh(np.array(jax.devices()), ("x",))
+        f = jax.jit(shard_map(lambda b: b * 2 + jax.lax.axis_index("x"), mesh=mesh,
+                              in_specs=P("x"), out_specs=P("x")))
+        x = jax.device_put(np.arange(8, dtype=np.float32), NamedSharding(mesh, P("x")))
+        out = f(x)
+        compiled = f.lower(x).compile()
+        twice = jax.pmap(lambda v: v * 2)(jax.pmap(lambda v: v + 1)(np.ones((4, 3))))
+        print(json.dumps({
+            "value": np.asarray(out).tolist(),
+            "sharded": out.sharding.is_equivalent_to(NamedSharding(mesh, P("x")), 1),
+            "shards": [s.data.shape[0] for s in out.addressable_shards],
+            "in": compiled.input_shardings[0][0].is_equivalent_to(
+                NamedSharding(mesh, P("x")), 1),
+            "twice": np.asarray(twice).tolist(),
+        }))
+        """
+    )
+    expected = np.arange(8) * 2 + np.repeat(np.arange(4), 2)
+    np.testing.assert_array_equal(report["value"], expected)
+    assert report["sharded"] and report["in"]
+    assert report["shards"] == [2, 2, 2, 2]
+    np.testing.assert_array_equal(report["twice"], np.full((4, 3), 4.0))

@@ -180,8 +180,14 @@ impl std::fmt::Display for FlagValue {
 }
 
 fn unknown_flag(name: &str, source: &str) -> ClientError {
+    // Per-compile options get XLA's wording, which JAX code and tests match on.
+    let lead = if source == "compile options" {
+        format!("No such compile option: '{name}'; oxla takes no XLA options, only its own flags")
+    } else {
+        format!("unknown flag {name:?} in {source}")
+    };
     ClientError::InvalidArgument(format!(
-        "unknown flag {name:?} in {source}; valid flags (optionally prefixed with {FLAG_PREFIX:?}): {}",
+        "{lead}; valid flags (optionally prefixed with {FLAG_PREFIX:?}): {}",
         valid_flags_list()
     ))
 }

@@ -402,29 +402,95 @@ fn shape_proto(ty: &oxla_client::TensorType) -> Option<xla::ShapeProto> {
     })
 }
 
+/// The sharding of a value that is `global` as a whole and `local` on each of `partitions`
+/// devices: replicated when they are equal, tiled when exactly one dimension is split over
+/// every device (partition `p` holding tile `p`, as `jax.pmap` and a one-axis `shard_map`
+/// lay them out). `None` for anything else, where the tile order cannot be told from the
+/// shapes alone.
+fn sharding_proto(
+    global: &oxla_client::TensorType,
+    local: &oxla_client::TensorType,
+    partitions: usize,
+) -> Option<xla::OpSharding> {
+    if global == local {
+        return Some(xla::OpSharding {
+            r#type: xla::op_sharding::Type::Replicated as i32,
+            ..Default::default()
+        });
+    }
+    if global.element_type != local.element_type || global.rank() != local.rank() {
+        return None;
+    }
+    let mut tiles = Vec::with_capacity(global.rank());
+    for (&g, &l) in global.shape.iter().zip(&local.shape) {
+        if g == l {
+            tiles.push(1);
+        } else if l > 0 && g % l == 0 {
+            tiles.push(g / l);
+        } else {
+            return None;
+        }
+    }
+    let split: Vec<&i64> = tiles.iter().filter(|&&t| t != 1).collect();
+    if split.len() != 1 || *split[0] != partitions as i64 {
+        return None;
+    }
+    Some(xla::OpSharding {
+        r#type: xla::op_sharding::Type::Other as i32,
+        tile_assignment_dimensions: tiles,
+        tile_assignment_devices: (0..partitions as i64).collect(),
+        ..Default::default()
+    })
+}
+
 /// The executable's signature as an HLO module (`hlo_with_config`): one parameter per input
 /// and a body of opaque custom calls producing the outputs.
 ///
 /// jaxlib reads the optimized program after every compile, several times, only for the
 /// parameter and output layouts and the output shardings. A StableHLO program costs it an MLIR
 /// context, a VHLO upgrade and a conversion to HLO each time (most of a small program's compile
-/// time); a signature module is decoded directly. `None` (the program itself is returned) for
-/// programs received as text, partitioned or replicated programs (whose shardings jaxlib
-/// reads from the program) and element types without a plain XLA layout.
+/// time); a signature module is decoded directly. A partitioned program's module carries
+/// global shapes and the parameter and output shardings jaxlib asks for. `None` (the program
+/// itself is returned) for programs received as text, replicated programs, shardings
+/// [`sharding_proto`] cannot express, and element types without a plain XLA layout.
 fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
-    if exe.num_partitions() != 1
-        || exe.num_replicas() != 1
-        || !exe.optimized_program().1.starts_with(MLIR_BYTECODE_MAGIC)
-    {
+    if exe.num_replicas() != 1 || !exe.optimized_program().1.starts_with(MLIR_BYTECODE_MAGIC) {
         return None;
     }
-    let params = exe
-        .input_types()
+    let partitions = exe.num_partitions();
+    // A partitioned program's HLO signature is global: shapes from the entry function, and
+    // each value's sharding from how its per-device shape relates to the global one.
+    let (global_in, global_out) = if partitions > 1 {
+        let entry = exe.module().function(exe.entry_name())?;
+        let tensors = |tys: &[oxla_ir::Type]| {
+            tys.iter()
+                .map(|t| t.as_tensor().filter(|t| t.is_static()).cloned())
+                .collect::<Option<Vec<_>>>()
+        };
+        (tensors(&entry.ty.inputs)?, tensors(&entry.ty.results)?)
+    } else {
+        (exe.input_types().to_vec(), exe.output_types().to_vec())
+    };
+    let shardings = |global: &[oxla_client::TensorType], local: &[oxla_client::TensorType]| {
+        global
+            .iter()
+            .zip(local)
+            .map(|(g, l)| sharding_proto(g, l, partitions))
+            .collect::<Option<Vec<_>>>()
+    };
+    let (param_shardings, result_shardings) = if partitions > 1 {
+        (
+            shardings(&global_in, exe.input_types())?,
+            shardings(&global_out, exe.output_types())?,
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let params = global_in
         .iter()
         .map(shape_proto)
         .collect::<Option<Vec<_>>>()?;
-    let results = exe
-        .output_types()
+    let results = global_out
         .iter()
         .map(shape_proto)
         .collect::<Option<Vec<_>>>()?;
@@ -450,6 +516,7 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
             shape: Some(shape),
             id: i as i64,
             parameter_number: i as i64,
+            sharding: param_shardings.get(i).cloned(),
             ..Default::default()
         });
     }
@@ -494,12 +561,19 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
                 ..Default::default()
             }],
             host_program_shape: Some(program_shape.clone()),
+            spmd_output_sharding: (partitions > 1).then(|| xla::OpSharding {
+                r#type: xla::op_sharding::Type::Tuple as i32,
+                tuple_shardings: result_shardings,
+                ..Default::default()
+            }),
+            spmd_parameters_shardings: param_shardings,
             ..Default::default()
         }),
         config: Some(xla::HloModuleConfigProto {
             entry_computation_layout: Some(program_shape),
             replica_count: 1,
-            num_partitions: 1,
+            num_partitions: partitions as i64,
+            use_spmd_partitioning: partitions > 1,
             intra_op_parallelism_threads: -1,
             ..Default::default()
         }),
