@@ -15,7 +15,7 @@ use crate::event::Event;
 use crate::flags::{FlagOverrides, Flags};
 use crate::trace::Tracer;
 use oxla_ir::eval::{Collectives, ProcessId};
-use oxla_ir::{Attribute, Function, Literal, Module, Op, Region, TensorType, Type};
+use oxla_ir::{Attribute, Function, Literal, Module, Op, OpKind, Region, TensorType, Type};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -119,6 +119,8 @@ struct ExecutableInner {
     device_module: Option<Module>,
     /// Whether the program holds collective ops (device executions must run concurrently).
     collectives: bool,
+    /// Whether a single-device execution may run on the calling thread (see [`runs_inline`]).
+    inline: bool,
 }
 
 /// A compiled program, independent of devices. Cheap to clone.
@@ -224,6 +226,7 @@ impl Executable {
             None => (input_types, output_types, None),
         };
         let collectives = crate::collectives::uses_collectives(&module);
+        let inline = !collectives && runs_inline(device_module.as_ref().unwrap_or(&module));
         let donated = (0..input_types.len())
             .map(|idx| entry.arg_attrs.get(idx).is_some_and(|a| is_donated(a)))
             .collect();
@@ -268,6 +271,7 @@ impl Executable {
                 fingerprint,
                 device_module,
                 collectives,
+                inline,
             }),
         })
     }
@@ -620,6 +624,7 @@ impl LoadedExecutable {
                 })?;
                 arg_slots.push(slot);
             }
+            let arg_slots_ready = arg_slots.iter().all(|slot| slot.event().is_ready());
             let out_slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
             let out_buffers = exe
                 .output_types()
@@ -661,7 +666,16 @@ impl LoadedExecutable {
                     }
                 }
             };
-            if concurrent {
+            // A small program whose arguments are ready runs on the calling thread: its
+            // events are complete when execute returns, and the two thread hand-offs (to a
+            // worker and back to the waiting caller) that dominate a tiny call are saved.
+            let inline = devices.len() == 1
+                && exe.inner.inline
+                && device.runtime().pool.tracer().is_none()
+                && arg_slots_ready;
+            if inline {
+                job();
+            } else if concurrent {
                 spawn_thread(&format!("oxla-device-{device_id}"), job, |job| {
                     device
                         .runtime()
@@ -741,6 +755,42 @@ impl LoadedExecutable {
         }
         Ok(())
     }
+}
+
+/// Programs at most this many ops (counting nested regions) may run on the calling thread.
+const INLINE_MAX_OPS: usize = 64;
+/// ... and only when no value of theirs is larger than this many bytes.
+const INLINE_MAX_VALUE_BYTES: usize = 64 * 1024;
+
+/// Whether executions of `module` are cheap enough to run on the calling thread: few ops,
+/// small values, no loops (whose trip count is unknown) and no custom calls (host callbacks
+/// call back into the embedding program, which may expect to run them on a worker).
+fn runs_inline(module: &oxla_ir::Module) -> bool {
+    fn region_ok(region: &oxla_ir::Region, budget: &mut usize) -> bool {
+        region.blocks.iter().all(|block| {
+            block.ops.iter().all(|op| {
+                if *budget == 0 || matches!(op.kind, OpKind::While | OpKind::CustomCall) {
+                    return false;
+                }
+                *budget -= 1;
+                op.regions.iter().all(|r| region_ok(r, budget))
+            })
+        })
+    }
+    fn small(ty: &Type) -> bool {
+        match ty {
+            Type::Tensor(t) => t
+                .byte_size()
+                .is_some_and(|size| size <= INLINE_MAX_VALUE_BYTES),
+            Type::Tuple(types) => types.iter().all(small),
+            _ => true,
+        }
+    }
+    let mut budget = INLINE_MAX_OPS;
+    module
+        .functions
+        .iter()
+        .all(|f| f.values.iter().all(small) && region_ok(&f.body, &mut budget))
 }
 
 /// Runs `job` on a thread of its own; if no thread can be started, hands it to `fallback`.
@@ -907,5 +957,88 @@ module {
         let err = result.completions[0].wait().unwrap_err();
         assert!(err.message().contains("the host refused"), "{err}");
         unregister_host_call("oxla_test_reverse");
+    }
+
+    #[test]
+    fn small_programs_run_on_the_calling_thread_and_loops_do_not() {
+        let client = crate::Client::new(&crate::ClientOptions::default()).unwrap();
+        let options = || CompileOptions {
+            entry: Some("f".to_string()),
+            ..CompileOptions::default()
+        };
+        let exe = client.compile(TWO_FUNCTIONS.as_bytes(), options()).unwrap();
+        assert!(exe.executable().inner.inline);
+        let device = &client.addressable_devices()[0];
+        let arg = Buffer::from_literal(
+            device,
+            oxla_ir::Literal::from_f32(&[2], &[1.0, 2.5]).unwrap(),
+        )
+        .unwrap();
+        let result = exe
+            .execute(&[vec![arg]], &ExecuteOptions::default())
+            .unwrap();
+        // Run on the calling thread: complete before execute returned.
+        assert!(result.completions[0].is_ready());
+        assert_eq!(
+            result.outputs[0][0]
+                .to_literal()
+                .unwrap()
+                .to_f32_vec()
+                .unwrap(),
+            vec![2.0, 5.0]
+        );
+        // An argument that is not ready yet sends the run to a worker, which waits for it.
+        let ty = TensorType::new([2], oxla_ir::ElementType::F32);
+        let gate = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let producer_gate = gate.clone();
+        let (pending, _) = client
+            .buffer_from_producer(device, ty, move || {
+                producer_gate.wait();
+                Ok([1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect())
+            })
+            .unwrap();
+        let result = exe
+            .execute(&[vec![pending]], &ExecuteOptions::default())
+            .unwrap();
+        gate.wait();
+        result.completions[0].wait().unwrap();
+        assert_eq!(
+            result.outputs[0][0]
+                .to_literal()
+                .unwrap()
+                .to_f32_vec()
+                .unwrap(),
+            vec![2.0, 4.0]
+        );
+        // Loops and large values keep the asynchronous path.
+        let looped = "
+func.func public @main(%a: tensor<i32>) -> tensor<i32> {
+  %0 = stablehlo.while(%i = %a) : tensor<i32>
+    cond {
+      %c = stablehlo.constant dense<10> : tensor<i32>
+      %p = stablehlo.compare LT, %i, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %n = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %n : tensor<i32>
+    }
+  return %0 : tensor<i32>
+}
+";
+        let exe = client
+            .compile(looped.as_bytes(), CompileOptions::default())
+            .unwrap();
+        assert!(!exe.executable().inner.inline);
+        let large = "
+func.func public @main(%a: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+  %0 = stablehlo.add %a, %a : tensor<1024x1024xf32>
+  return %0 : tensor<1024x1024xf32>
+}
+";
+        let exe = client
+            .compile(large.as_bytes(), CompileOptions::default())
+            .unwrap();
+        assert!(!exe.executable().inner.inline);
     }
 }

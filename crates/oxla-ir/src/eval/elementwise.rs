@@ -208,7 +208,7 @@ pub(crate) trait Float:
 }
 
 macro_rules! impl_float {
-    ($t:ident, $bits:ty) => {
+    ($t:ident, $bits:ty, $fast:path) => {
         impl Float for $t {
             fn from_f64(x: f64) -> Self {
                 x as $t
@@ -251,6 +251,10 @@ macro_rules! impl_float {
                     for (o, &x) in out.iter_mut().zip(v) {
                         *o = f(x);
                     }
+                }
+                // Vectorizable transcendentals first (f32: within 1 ulp, see `fastmath`).
+                if $fast(v, out, kind) {
+                    return true;
                 }
                 // The same expressions as `apply`, one loop per op.
                 match kind {
@@ -307,8 +311,13 @@ macro_rules! impl_float {
         }
     };
 }
-impl_float!(f32, u32);
-impl_float!(f64, u64);
+impl_float!(f32, u32, super::fastmath::map_f32);
+impl_float!(f64, u64, no_fast_path);
+
+/// f64 keeps the library functions.
+fn no_fast_path(_: &[f64], _: &mut [f64], _: &OpKind) -> bool {
+    false
+}
 
 /// Float maximum as XLA: NaN propagates, `+0 > -0`.
 pub(crate) fn fmax<F: Float>(a: F, b: F) -> F {

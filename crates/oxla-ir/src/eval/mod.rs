@@ -16,6 +16,7 @@ mod convert;
 mod dot;
 mod element;
 mod elementwise;
+mod fastmath;
 mod floatfmt;
 mod gemm;
 mod host;
