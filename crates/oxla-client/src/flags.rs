@@ -179,9 +179,12 @@ impl std::fmt::Display for FlagValue {
     }
 }
 
+/// The source name of per-compile overrides (JAX's `compiler_options`) in messages.
+const COMPILE_OPTIONS_SOURCE: &str = "compile options";
+
 fn unknown_flag(name: &str, source: &str) -> ClientError {
     // Per-compile options get XLA's wording, which JAX code and tests match on.
-    let lead = if source == "compile options" {
+    let lead = if source == COMPILE_OPTIONS_SOURCE {
         format!("No such compile option: '{name}'; oxla takes no XLA options, only its own flags")
     } else {
         format!("unknown flag {name:?} in {source}")
@@ -393,7 +396,7 @@ impl Flags {
         let artifact_dir = std::env::var(ARTIFACT_DIR_ENV).ok();
         self.clone()
             .with_artifact_dir(artifact_dir.as_deref())
-            .with_overrides(overrides, "compile options")
+            .with_overrides(overrides, COMPILE_OPTIONS_SOURCE)
     }
 
     /// The flags as `OXLA_FLAGS` text.

@@ -152,17 +152,12 @@ pub fn sharding_call_target(op: &Op) -> Option<&str> {
     if op.kind != OpKind::CustomCall {
         return None;
     }
-    match op.attr("call_target_name") {
-        Some(Attribute::String(t))
-            if matches!(
-                t.as_str(),
-                "Sharding" | "SPMDFullToShardShape" | "SPMDShardToFullShape"
-            ) =>
-        {
-            Some(t)
-        }
-        _ => None,
-    }
+    super::call_target(op).filter(|t| {
+        matches!(
+            *t,
+            "Sharding" | "SPMDFullToShardShape" | "SPMDShardToFullShape"
+        )
+    })
 }
 
 /// How process groups are formed (the spec's `cross_replica`, ... functions).

@@ -82,10 +82,9 @@ impl<'m> super::Interp<'m> {
         &mut self,
         frame: &mut super::Frame<'m>,
         cx: super::OpCx<'m>,
+        handler: &HostCallHandler,
     ) -> Result<Vec<super::Value>, IrError> {
-        let target = super::host_target(cx.op).unwrap_or_default();
-        let handler = host_call_handler(target)
-            .ok_or_else(|| cx.unsupported(format!("no host handler for `{target}`")))?;
+        let target = super::call_target(cx.op).unwrap_or_default();
         let args = cx
             .op
             .operands
@@ -105,7 +104,7 @@ impl<'m> super::Interp<'m> {
             args: &args,
             result_types: &result_types,
         };
-        Ok(run_host_call(handler.as_ref(), &call)
+        Ok(run_host_call(handler, &call)
             .map_err(|err| cx.invalid(err.to_string()))?
             .into_iter()
             .map(super::Value::Tensor)

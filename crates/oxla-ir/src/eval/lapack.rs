@@ -84,17 +84,9 @@ fn parse_target(target: &str) -> Option<(ElementType, Routine)> {
     Some((et, routine))
 }
 
-/// The custom-call target of `op`, if it names one.
-fn target_of(op: &Op) -> Option<&str> {
-    match op.attr("call_target_name") {
-        Some(Attribute::String(s)) => Some(s.as_str()),
-        _ => None,
-    }
-}
-
 /// Whether `op` is a custom call this module implements.
 pub(crate) fn supports(op: &Op) -> bool {
-    target_of(op).and_then(parse_target).is_some()
+    super::call_target(op).and_then(parse_target).is_some()
 }
 
 /// A `ui8`/integer attribute of the backend config: `mhlo.backend_config` as a dictionary
@@ -224,7 +216,8 @@ fn with(dims: &[i64], tail: &[usize]) -> Vec<i64> {
 
 /// Evaluates a `stablehlo.custom_call` whose target is one of the LAPACK routines.
 pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
-    let target = target_of(cx.op).ok_or_else(|| cx.invalid("missing `call_target_name`"))?;
+    let target =
+        super::call_target(cx.op).ok_or_else(|| cx.invalid("missing `call_target_name`"))?;
     let (et, routine) = parse_target(target).ok_or_else(|| {
         cx.unsupported(format!("custom call target `{target}` is not implemented"))
     })?;

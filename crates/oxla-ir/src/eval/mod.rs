@@ -154,7 +154,7 @@ pub fn is_supported_op(op: &Op) -> bool {
         OpKind::CustomCall => {
             lapack::supports(op)
                 || sharding_call_target(op).is_some()
-                || host_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
+                || call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
         }
         ref kind => is_supported(kind),
     }
@@ -439,22 +439,20 @@ impl<'m> Interp<'m> {
             K::CustomCall if sharding_call_target(op).is_some() => {
                 self.exec_collective(frame, cx)?
             }
-            K::CustomCall
-                if host_target(op).is_some_and(|t| host::host_call_handler(t).is_some()) =>
-            {
-                self.exec_host_call(frame, cx)?
-            }
-            K::CustomCall => {
-                let args = op
-                    .operands
-                    .iter()
-                    .map(|&id| tensor_operand(frame, cx, id))
-                    .collect::<Result<Vec<_>, _>>()?;
-                lapack::custom_call(cx, &args)?
-                    .into_iter()
-                    .map(Value::Tensor)
-                    .collect()
-            }
+            K::CustomCall => match call_target(op).and_then(host::host_call_handler) {
+                Some(handler) => self.exec_host_call(frame, cx, handler.as_ref())?,
+                None => {
+                    let args = op
+                        .operands
+                        .iter()
+                        .map(|&id| tensor_operand(frame, cx, id))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    lapack::custom_call(cx, &args)?
+                        .into_iter()
+                        .map(Value::Tensor)
+                        .collect()
+                }
+            },
             k if body::handles(k) => self.exec_body_op(frame, cx)?,
             k if collective::handles(k) => self.exec_collective(frame, cx)?,
             K::Tuple => vec![Value::Tuple(
@@ -662,8 +660,8 @@ pub fn token_literal() -> Literal {
     }
 }
 
-/// The custom call's target name, if it is a string.
-fn host_target(op: &Op) -> Option<&str> {
+/// The custom call's `call_target_name`, if it is a string.
+pub(crate) fn call_target(op: &Op) -> Option<&str> {
     match op.attr("call_target_name") {
         Some(crate::Attribute::String(t)) => Some(t.as_str()),
         _ => None,
