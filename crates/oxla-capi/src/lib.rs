@@ -124,49 +124,20 @@ fn lock(module: &OxlaModule) -> std::sync::MutexGuard<'_, Module> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Whether `oxla.h`'s `oxla_dtype` enum names `ty` (the XLA numbers of the non-float8 types).
+fn in_header(ty: ElementType) -> bool {
+    ty.xla_primitive_type().is_some_and(|code| code <= 18)
+}
+
 fn dtype_to_element(dtype: c_int) -> Option<ElementType> {
-    use ElementType::*;
-    Some(match dtype {
-        1 => Pred,
-        2 => S8,
-        3 => S16,
-        4 => S32,
-        5 => S64,
-        6 => U8,
-        7 => U16,
-        8 => U32,
-        9 => U64,
-        10 => F16,
-        11 => F32,
-        12 => F64,
-        15 => C64,
-        16 => BF16,
-        18 => C128,
-        _ => return None,
-    })
+    ElementType::from_xla_primitive_type(dtype).filter(|&ty| in_header(ty))
 }
 
 fn element_to_dtype(ty: ElementType) -> c_int {
-    use ElementType::*;
-    match ty {
-        Pred => 1,
-        S8 => 2,
-        S16 => 3,
-        S32 => 4,
-        S64 => 5,
-        U8 => 6,
-        U16 => 7,
-        U32 => 8,
-        U64 => 9,
-        F16 => 10,
-        F32 => 11,
-        F64 => 12,
-        C64 => 15,
-        BF16 => 16,
-        C128 => 18,
-        // Types outside the header's enum (sub-byte and float8) report 0.
-        _ => 0,
-    }
+    // Types outside the header's enum (sub-byte and float8) report 0.
+    ty.xla_primitive_type()
+        .filter(|_| in_header(ty))
+        .unwrap_or(0)
 }
 
 fn boxed_tensor(tensor: Tensor) -> *mut OxlaTensor {

@@ -205,6 +205,46 @@ impl ElementType {
         }
     }
 
+    /// XLA's `PrimitiveType` number of the type; `None` for types whose XLA layout is not the
+    /// plain dense one (sub-byte types) or that XLA does not number.
+    pub fn xla_primitive_type(self) -> Option<i32> {
+        use ElementType::*;
+        Some(match self {
+            Pred => 1,
+            S8 => 2,
+            S16 => 3,
+            S32 => 4,
+            S64 => 5,
+            U8 => 6,
+            U16 => 7,
+            U32 => 8,
+            U64 => 9,
+            F16 => 10,
+            F32 => 11,
+            F64 => 12,
+            C64 => 15,
+            BF16 => 16,
+            C128 => 18,
+            F8E5M2 => 19,
+            F8E4M3FN => 20,
+            F8E4M3B11FNUZ => 23,
+            F8E5M2FNUZ => 24,
+            F8E4M3FNUZ => 25,
+            F8E4M3 => 28,
+            F8E3M4 => 29,
+            F8E8M0FNU => 31,
+            _ => return None,
+        })
+    }
+
+    /// The type XLA's `PrimitiveType` number `code` names (the inverse of
+    /// [`ElementType::xla_primitive_type`]).
+    pub fn from_xla_primitive_type(code: i32) -> Option<ElementType> {
+        ElementType::ALL
+            .into_iter()
+            .find(|ty| ty.xla_primitive_type() == Some(code))
+    }
+
     /// Parses the spelling produced by [`ElementType::name`]; also accepts `si32`.
     pub fn from_name(name: &str) -> Option<ElementType> {
         let name = match name {
@@ -357,4 +397,24 @@ pub struct FunctionType {
     pub inputs: Vec<Type>,
     /// Result types.
     pub results: Vec<Type>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ElementType;
+
+    #[test]
+    fn xla_primitive_type_numbers_round_trip() {
+        let mut numbered = 0;
+        for ty in ElementType::ALL {
+            if let Some(code) = ty.xla_primitive_type() {
+                numbered += 1;
+                assert_eq!(ElementType::from_xla_primitive_type(code), Some(ty));
+            }
+        }
+        assert_eq!(numbered, 23);
+        assert_eq!(ElementType::F32.xla_primitive_type(), Some(11));
+        assert_eq!(ElementType::BF16.xla_primitive_type(), Some(16));
+        assert_eq!(ElementType::from_xla_primitive_type(13), None);
+    }
 }

@@ -355,43 +355,11 @@ const HLO_WITH_CONFIG_FORMAT: &str = "hlo_with_config";
 /// Magic bytes that open an MLIR bytecode file.
 const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
 
-/// XLA's `PrimitiveType` number of an element type; `None` for types whose XLA layout is not
-/// the plain dense one (sub-byte types) or that XLA does not know.
-fn xla_primitive_type(ty: oxla_client::ElementType) -> Option<i32> {
-    use oxla_client::ElementType as E;
-    Some(match ty {
-        E::Pred => 1,
-        E::S8 => 2,
-        E::S16 => 3,
-        E::S32 => 4,
-        E::S64 => 5,
-        E::U8 => 6,
-        E::U16 => 7,
-        E::U32 => 8,
-        E::U64 => 9,
-        E::F16 => 10,
-        E::F32 => 11,
-        E::F64 => 12,
-        E::C64 => 15,
-        E::BF16 => 16,
-        E::C128 => 18,
-        E::F8E5M2 => 19,
-        E::F8E4M3FN => 20,
-        E::F8E4M3B11FNUZ => 23,
-        E::F8E5M2FNUZ => 24,
-        E::F8E4M3FNUZ => 25,
-        E::F8E4M3 => 28,
-        E::F8E3M4 => 29,
-        E::F8E8M0FNU => 31,
-        _ => return None,
-    })
-}
-
 /// An array shape with XLA's default (major-to-minor) layout.
 fn shape_proto(ty: &oxla_client::TensorType) -> Option<xla::ShapeProto> {
     let rank = ty.shape.len();
     Some(xla::ShapeProto {
-        element_type: xla_primitive_type(ty.element_type)?,
+        element_type: ty.element_type.xla_primitive_type()?,
         dimensions: ty.shape.clone(),
         is_dynamic_dimension: vec![false; rank],
         layout: Some(Box::new(xla::LayoutProto {
