@@ -514,6 +514,13 @@ fn malformed_text_reports_line_and_column() {
         1,
         "redefinition of function @f",
     );
+    // A bare `stablehlo.return` ends its block, so what follows on the line is a new op.
+    expect_error(
+        "func.func @f() {\n  return\n  stablehlo.custom_call @g() : () -> ()\n}",
+        3,
+        3,
+        "follows the block's terminator",
+    );
     assert!(parse_text("").is_ok_and(|m| m.functions.is_empty()));
 }
 

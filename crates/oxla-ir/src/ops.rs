@@ -33,6 +33,16 @@ macro_rules! op_kinds {
                     other => OpKind::Other(other.to_string()),
                 }
             }
+
+            /// True for the ops that end a block: `func.return`, `stablehlo.return` and
+            /// Shardy's `sdy.return`.
+            pub fn is_terminator(&self) -> bool {
+                match self {
+                    OpKind::FuncReturn | OpKind::Return => true,
+                    OpKind::Other(name) => name == "sdy.return",
+                    _ => false,
+                }
+            }
         }
     };
 }

@@ -1715,8 +1715,17 @@ impl<'a> Parser<'a> {
             if self.at(TokKind::Eof) {
                 return Err(self.expected("'}' closing a region"));
             }
+            let op_start = self.tok.start;
+            let block = current.get_or_insert_with(Block::default);
+            if block
+                .ops
+                .last()
+                .is_some_and(|last| last.kind.is_terminator())
+            {
+                return Err(self.err_at(op_start, "an op follows the block's terminator"));
+            }
             let op = self.parse_op()?;
-            current.get_or_insert_with(Block::default).ops.push(op);
+            block.ops.push(op);
         }
     }
 

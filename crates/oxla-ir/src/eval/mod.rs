@@ -399,9 +399,7 @@ impl<'m> Interp<'m> {
         }
         let live = self.block_liveness(block);
         for (i, op) in block.ops.iter().enumerate() {
-            if matches!(op.kind, OpKind::FuncReturn | OpKind::Return)
-                || collective::is_region_return(&op.kind)
-            {
+            if op.kind.is_terminator() {
                 return Ok(take_operands(frame, op, &live.frees[i]));
             }
             self.exec_op(frame, op, &live.moves[i])?;
