@@ -94,7 +94,7 @@ fn describe_options(options: &CompileOptions, flags: &Flags) -> String {
     let _ = writeln!(out, "flags: {}", flags.to_flag_text());
     let _ = writeln!(
         out,
-        "opt_level: {} (recorded only: the reference evaluator runs every level alike)",
+        "opt_level: {} (0: op by op; 1 and up: elementwise fusion)",
         flags.opt_level
     );
     let _ = writeln!(out, "verify_each_pass: {}", flags.verify_each_pass);

@@ -121,6 +121,8 @@ struct ExecutableInner {
     collectives: bool,
     /// Whether a single-device execution may run on the calling thread (see [`runs_inline`]).
     inline: bool,
+    /// How the evaluator runs the program (fusion from `opt_level` 1 up).
+    eval_options: oxla_ir::eval::EvalOptions,
 }
 
 /// A compiled program, independent of devices. Cheap to clone.
@@ -272,6 +274,9 @@ impl Executable {
                 device_module,
                 collectives,
                 inline,
+                eval_options: oxla_ir::eval::EvalOptions {
+                    fuse: run.flags().opt_level >= 1,
+                },
             }),
         })
     }
@@ -830,7 +835,13 @@ fn run_on_worker(
         args.push(Literal::new(ty.clone(), data.to_vec())?);
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
-    let results = oxla_ir::eval::run_function_with(module, exe.entry_name(), &args, collectives)?;
+    let results = oxla_ir::eval::run_function_with_options(
+        module,
+        exe.entry_name(),
+        &args,
+        collectives,
+        exe.inner.eval_options,
+    )?;
     if results.len() != exe.num_outputs() {
         return Err(ClientError::Internal(format!(
             "{} returned {} values, its signature has {}",

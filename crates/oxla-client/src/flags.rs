@@ -90,7 +90,7 @@ pub const FLAGS: &[FlagSpec] = &[
         ty: FlagType::Int,
         default: "2",
         scope: FlagScope::Compile,
-        help: "optimization level 0-3; recorded in dumps only, the reference evaluator runs every level alike",
+        help: "optimization level 0-3: 0 runs every op on its own, 1 and up fuse elementwise f32 ops into tile loops",
     },
     FlagSpec {
         name: "dump_dir",

@@ -41,12 +41,12 @@ impl<'m> Interp<'m> {
         let mut state = self.operand_values(frame, cx, moves)?;
         // The condition gets clones of the values it reads; the others stay unbound (a
         // token) instead of being copied every iteration.
-        let cond_used = self.region_args_used(cond);
+        let cond_used = self.region_args_used(frame.func, cond);
         loop {
             let cond_args = state
                 .iter()
                 .enumerate()
-                .map(|(i, v)| match cond_used.arg_used.get(i) {
+                .map(|(i, v)| match cond_used.get(i) {
                     Some(false) => Value::Token,
                     _ => v.clone(),
                 })

@@ -924,7 +924,7 @@ fn float_binary_fast<T: FastFloat + Float>(
     }))
 }
 
-fn ordering_matches(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {
+pub(crate) fn ordering_matches(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {
     use ComparisonDirection as D;
     match ord {
         None => dir == D::Ne,

@@ -253,9 +253,7 @@ fn each_trig(v: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32, slow: impl Fn(f
     for (o, x) in out.chunks_mut(BLOCK).zip(v.chunks(BLOCK)) {
         let in_range = x.iter().fold(true, |ok, &e| ok & (e.abs() <= TRIG_LIMIT));
         if in_range {
-            for (o, &e) in o.iter_mut().zip(x) {
-                *o = f(e);
-            }
+            oxla_simd::map(x, o, &f);
         } else {
             for (o, &e) in o.iter_mut().zip(x) {
                 *o = slow(e);
@@ -264,10 +262,9 @@ fn each_trig(v: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32, slow: impl Fn(f
     }
 }
 
+/// `out[i] = f(v[i])` on the widest vectors the CPU has.
 fn each(v: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
-    for (o, &x) in out.iter_mut().zip(v) {
-        *o = f(x);
-    }
+    oxla_simd::map(v, out, f);
 }
 
 /// Writes `kind` applied to every element of `v` to `out` for the transcendental ops

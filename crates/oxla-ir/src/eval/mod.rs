@@ -18,6 +18,7 @@ mod element;
 mod elementwise;
 mod fastmath;
 mod floatfmt;
+mod fused;
 mod gemm;
 mod host;
 mod reduce;
@@ -31,6 +32,7 @@ mod fft;
 mod gather_scatter;
 mod lapack;
 mod linalg;
+mod plan;
 mod rng;
 mod sort;
 #[cfg(test)]
@@ -48,6 +50,7 @@ pub use collective::{
 };
 use context::OpCx;
 pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
+use plan::{BlockPlan, Step};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -71,6 +74,20 @@ pub fn run_function(
     run_function_with(module, name, args, &SingleDevice)
 }
 
+/// How the evaluator runs a function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvalOptions {
+    /// Run groups of elementwise f32 ops as fused tile loops (bit-identical to running them
+    /// one by one, and faster).
+    pub fuse: bool,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions { fuse: true }
+    }
+}
+
 /// Like [`run_function`], as process [`Collectives::process`] of a launch over several
 /// devices: collective ops communicate through `collectives`.
 pub fn run_function_with(
@@ -78,6 +95,17 @@ pub fn run_function_with(
     name: &str,
     args: &[Literal],
     collectives: &dyn Collectives,
+) -> Result<Vec<Literal>, IrError> {
+    run_function_with_options(module, name, args, collectives, EvalOptions::default())
+}
+
+/// Like [`run_function_with`], with `options`.
+pub fn run_function_with_options(
+    module: &Module,
+    name: &str,
+    args: &[Literal],
+    collectives: &dyn Collectives,
+    options: EvalOptions,
 ) -> Result<Vec<Literal>, IrError> {
     let func = module.function(name).ok_or_else(|| IrError::Eval {
         detail: format!("no function named `{name}` in the module"),
@@ -122,7 +150,7 @@ pub fn run_function_with(
             });
         }
     }
-    let mut interp = Interp::new(module, collectives);
+    let mut interp = Interp::new(module, collectives, options);
     let values = args
         .iter()
         .zip(&func.ty.inputs)
@@ -142,6 +170,23 @@ pub fn run_function_with(
                 detail: format!("result {i} of `{name}` is not a tensor"),
             }),
         })
+        .collect()
+}
+
+/// The fused groups the evaluator forms in the body of function `name` (its entry block),
+/// each as the number of ops it covers; empty when the function has no such group.
+pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
+    let Some(block) = module
+        .function(name)
+        .and_then(|f| f.body.blocks.first().map(|b| (f, b)))
+    else {
+        return Vec::new();
+    };
+    let (func, block) = block;
+    fused::find_groups(func, block, true)
+        .kernels
+        .iter()
+        .map(|(kernel, _)| kernel.num_ops())
         .collect()
 }
 
@@ -208,24 +253,16 @@ pub fn is_supported(kind: &OpKind) -> bool {
         || collective::is_region_return(kind)
 }
 
-/// Per block: which values to free after each op.
-struct BlockLiveness {
-    frees: Vec<Vec<ValueId>>,
-    /// Per op: the operands it may move out of the table instead of cloning (its last use,
-    /// and not read by the op's own regions).
-    moves: Vec<Vec<ValueId>>,
-    /// Per block argument: whether anything in the block reads it.
-    arg_used: Vec<bool>,
-}
-
 /// The interpreter state shared by all frames of one `run_function` call.
 struct Interp<'m> {
     module: &'m Module,
     depth: usize,
-    liveness: HashMap<usize, Rc<BlockLiveness>>,
+    /// Execution plans of the blocks run so far, by block address.
+    plans: HashMap<usize, Rc<BlockPlan>>,
     collectives: &'m dyn Collectives,
     /// Collective ops executed so far (see [`Exchange::sequence`]).
     collective_sequence: u64,
+    options: EvalOptions,
 }
 
 /// One function activation: the function and its value table.
@@ -234,81 +271,19 @@ pub(crate) struct Frame<'m> {
     env: Vec<Option<Value>>,
 }
 
-fn collect_uses(op: &Op, out: &mut Vec<ValueId>) {
-    out.extend_from_slice(&op.operands);
-    for region in &op.regions {
-        for block in &region.blocks {
-            for inner in &block.ops {
-                collect_uses(inner, out);
-            }
-        }
-    }
-}
-
-fn compute_liveness(block: &Block) -> BlockLiveness {
-    let mut defined_here: Vec<ValueId> = block.arguments.clone();
-    for op in &block.ops {
-        defined_here.extend_from_slice(&op.results);
-    }
-    let mut last_use: HashMap<ValueId, usize> = HashMap::new();
-    for (i, op) in block.ops.iter().enumerate() {
-        for &r in &op.results {
-            last_use.insert(r, i);
-        }
-        let mut uses = Vec::new();
-        collect_uses(op, &mut uses);
-        for v in uses {
-            last_use.insert(v, i);
-        }
-    }
-    let mut frees = vec![Vec::new(); block.ops.len()];
-    for v in defined_here {
-        if let Some(&i) = last_use.get(&v) {
-            if !frees[i].contains(&v) {
-                frees[i].push(v);
-            }
-        }
-    }
-    let moves = block
-        .ops
-        .iter()
-        .zip(&frees)
-        .map(|(op, frees)| {
-            let mut inner = Vec::new();
-            for region in &op.regions {
-                for block in &region.blocks {
-                    for op in &block.ops {
-                        collect_uses(op, &mut inner);
-                    }
-                }
-            }
-            frees
-                .iter()
-                .copied()
-                .filter(|v| op.operands.contains(v) && !inner.contains(v))
-                .collect()
-        })
-        .collect();
-    let arg_used = block
-        .arguments
-        .iter()
-        .map(|v| last_use.contains_key(v))
-        .collect();
-    BlockLiveness {
-        frees,
-        moves,
-        arg_used,
-    }
-}
-
 impl<'m> Interp<'m> {
-    fn new(module: &'m Module, collectives: &'m dyn Collectives) -> Interp<'m> {
+    fn new(
+        module: &'m Module,
+        collectives: &'m dyn Collectives,
+        options: EvalOptions,
+    ) -> Interp<'m> {
         Interp {
             module,
             depth: 0,
-            liveness: HashMap::new(),
+            plans: HashMap::new(),
             collectives,
             collective_sequence: 0,
+            options,
         }
     }
 
@@ -360,22 +335,19 @@ impl<'m> Interp<'m> {
 
     /// Whether each argument of `region`'s single block is read (all `true` when the region
     /// is not a single block, which `exec_region` then rejects).
-    fn region_args_used(&mut self, region: &'m Region) -> Rc<BlockLiveness> {
+    fn region_args_used(&mut self, func: &Function, region: &'m Region) -> Vec<bool> {
         match region.blocks.as_slice() {
-            [block] => self.block_liveness(block),
-            _ => Rc::new(BlockLiveness {
-                frees: Vec::new(),
-                moves: Vec::new(),
-                arg_used: Vec::new(),
-            }),
+            [block] => self.block_plan(func, block).arg_used.clone(),
+            _ => Vec::new(),
         }
     }
 
-    fn block_liveness(&mut self, block: &Block) -> Rc<BlockLiveness> {
+    fn block_plan(&mut self, func: &Function, block: &Block) -> Rc<BlockPlan> {
         let key = block as *const Block as usize;
-        self.liveness
+        let fuse = self.options.fuse;
+        self.plans
             .entry(key)
-            .or_insert_with(|| Rc::new(compute_liveness(block)))
+            .or_insert_with(|| Rc::new(plan::plan_block(func, block, fuse)))
             .clone()
     }
 
@@ -397,13 +369,19 @@ impl<'m> Interp<'m> {
         for (&id, value) in block.arguments.iter().zip(args) {
             set_value(frame, id, value)?;
         }
-        let live = self.block_liveness(block);
-        for (i, op) in block.ops.iter().enumerate() {
-            if op.kind.is_terminator() {
-                return Ok(take_operands(frame, op, &live.frees[i]));
+        let plan = self.block_plan(frame.func, block);
+        for (i, step) in plan.steps.iter().enumerate() {
+            match step {
+                Step::Op(k) => {
+                    let op = &block.ops[*k];
+                    if op.kind.is_terminator() {
+                        return Ok(take_operands(frame, op, &plan.frees[i]));
+                    }
+                    self.exec_op(frame, op, &plan.moves[i])?;
+                }
+                Step::Fused(kernel) => exec_fused(frame, kernel)?,
             }
-            self.exec_op(frame, op, &live.moves[i])?;
-            for v in &live.frees[i] {
+            for v in &plan.frees[i] {
                 if let Some(slot) = frame.env.get_mut(v.index()) {
                     *slot = None;
                 }
@@ -506,6 +484,27 @@ impl<'m> Interp<'m> {
         }
         Ok(())
     }
+}
+
+/// Runs a fused group: reads its inputs from the table and stores its outputs.
+fn exec_fused(frame: &mut Frame<'_>, kernel: &fused::FusedKernel) -> Result<(), IrError> {
+    let inputs = kernel.input_values();
+    let mut args = Vec::with_capacity(inputs.len());
+    for id in inputs {
+        match frame.env.get(id.index()).and_then(|v| v.as_ref()) {
+            Some(Value::Tensor(lit)) => args.push(lit),
+            _ => {
+                return Err(IrError::Eval {
+                    detail: format!("fused group input %{} has no tensor value", id.0),
+                })
+            }
+        }
+    }
+    let results = kernel.run(&args)?;
+    for (id, lit) in kernel.output_values().into_iter().zip(results) {
+        set_value(frame, id, Value::Tensor(lit))?;
+    }
+    Ok(())
 }
 
 fn set_value(frame: &mut Frame<'_>, id: ValueId, value: Value) -> Result<(), IrError> {

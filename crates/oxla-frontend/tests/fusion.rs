@@ -1,0 +1,306 @@
+//! Elementwise fusion is invisible in results: random elementwise programs and the golden
+//! JAX programs under `tests/filetests/roundtrip` give bit-identical outputs with fusion on
+//! and off (`EvalOptions::fuse`), on inputs full of NaN, infinities, signed zeros and
+//! denormals; and the random programs do form fused groups.
+
+use oxla_frontend::parse_text;
+use oxla_ir::eval::{fused_groups, run_function_with_options, EvalOptions, SingleDevice};
+use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
+use std::path::Path;
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// An f32 that is often special: NaN, infinities, signed zeros, denormals, huge values.
+    fn f32(&mut self) -> f32 {
+        match self.below(16) {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            2 => f32::NEG_INFINITY,
+            3 => 0.0,
+            4 => -0.0,
+            5 => f32::from_bits(1 + self.below(1 << 20) as u32),
+            6 => 3.0e38 * if self.below(2) == 0 { 1.0 } else { -1.0 },
+            7 => f32::from_bits(self.next() as u32),
+            _ => (self.below(20_001) as f32 - 10_000.0) / 997.0,
+        }
+    }
+}
+
+fn literal(rng: &mut Rng, ty: &TensorType) -> Literal {
+    let n: usize = ty.shape.iter().map(|&d| d as usize).product();
+    let data: Vec<u8> = match ty.element_type {
+        ElementType::F32 => (0..n).flat_map(|_| rng.f32().to_le_bytes()).collect(),
+        ElementType::Pred => (0..n).map(|_| (rng.below(2)) as u8).collect(),
+        other => panic!("no generator for {other}"),
+    };
+    Literal::new(ty.clone(), data).expect("sized literal")
+}
+
+fn run(module: &Module, args: &[Literal], fuse: bool) -> Result<Vec<Literal>, String> {
+    run_function_with_options(module, "main", args, &SingleDevice, EvalOptions { fuse })
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `main` fused and unfused and requires the same bits (or both failing).
+fn assert_fusion_invisible(module: &Module, args: &[Literal], what: &str) {
+    let fused = run(module, args, true);
+    let plain = run(module, args, false);
+    match (&fused, &plain) {
+        (Ok(f), Ok(p)) => assert!(f == p, "{what}: fused and unfused results differ"),
+        (Err(_), Err(_)) => {}
+        _ => panic!("{what}: fused {fused:?}, unfused {plain:?}"),
+    }
+}
+
+fn shape_text(shape: &[i64]) -> String {
+    shape.iter().map(|d| format!("{d}x")).collect()
+}
+
+/// A random elementwise program over `shape`: unary and binary f32 ops, compares, selects,
+/// clamps, boolean ops, converts, broadcasts of a row, a column and a scalar, and a
+/// `reverse` (not fusible) in the middle; several values are returned, some of which later
+/// ops also read.
+fn random_program(rng: &mut Rng, shape: &[i64]) -> String {
+    let t = format!("tensor<{}f32>", shape_text(shape));
+    let m = format!("tensor<{}i1>", shape_text(shape));
+    let rank = shape.len();
+    let row = format!("tensor<{}xf32>", shape[rank - 1]);
+    let mut body = String::new();
+    let mut floats: Vec<String> = vec!["%a".into(), "%b".into()];
+    let mut masks: Vec<String> = vec!["%p".into()];
+    let mut n = 0;
+    let fresh = |n: &mut usize| {
+        *n += 1;
+        format!("%v{n}")
+    };
+    let all_dims = (0..rank)
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let bcast_row = fresh(&mut n);
+    body += &format!(
+        "    {bcast_row} = stablehlo.broadcast_in_dim %r, dims = [{}] : ({row}) -> {t}\n",
+        rank - 1
+    );
+    floats.push(bcast_row);
+    let bcast_scalar = fresh(&mut n);
+    body += &format!(
+        "    {bcast_scalar} = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> {t}\n"
+    );
+    floats.push(bcast_scalar);
+    let bcast_same = fresh(&mut n);
+    body += &format!(
+        "    {bcast_same} = stablehlo.broadcast_in_dim %a, dims = [{all_dims}] : ({t}) -> {t}\n"
+    );
+    floats.push(bcast_same);
+    let unary = [
+        "abs",
+        "negate",
+        "exponential",
+        "exponential_minus_one",
+        "log",
+        "log_plus_one",
+        "logistic",
+        "tanh",
+        "sine",
+        "cosine",
+        "sqrt",
+        "rsqrt",
+        "floor",
+        "ceil",
+    ];
+    let binary = [
+        "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+    ];
+    let dirs = ["EQ", "NE", "LT", "LE", "GT", "GE"];
+    let steps = 4 + rng.below(14);
+    for step in 0..steps {
+        let v = fresh(&mut n);
+        let pick = |rng: &mut Rng, from: &[String]| from[rng.below(from.len())].clone();
+        if step == steps / 2 {
+            let x = pick(rng, &floats);
+            body += &format!("    {v} = stablehlo.reverse {x}, dims = [0] : {t}\n");
+            floats.push(v);
+            continue;
+        }
+        match rng.below(10) {
+            0..=2 => {
+                let op = unary[rng.below(unary.len())];
+                let x = pick(rng, &floats);
+                body += &format!("    {v} = stablehlo.{op} {x} : {t}\n");
+                floats.push(v);
+            }
+            3..=5 => {
+                let op = binary[rng.below(binary.len())];
+                let (x, y) = (pick(rng, &floats), pick(rng, &floats));
+                body += &format!("    {v} = stablehlo.{op} {x}, {y} : {t}\n");
+                floats.push(v);
+            }
+            6 => {
+                let dir = dirs[rng.below(dirs.len())];
+                let kind = if rng.below(4) == 0 {
+                    "TOTALORDER"
+                } else {
+                    "FLOAT"
+                };
+                let (x, y) = (pick(rng, &floats), pick(rng, &floats));
+                body += &format!(
+                    "    {v} = stablehlo.compare {dir}, {x}, {y}, {kind} : ({t}, {t}) -> {m}\n"
+                );
+                masks.push(v);
+            }
+            7 => {
+                let p = pick(rng, &masks);
+                let (x, y) = (pick(rng, &floats), pick(rng, &floats));
+                body += &format!("    {v} = stablehlo.select {p}, {x}, {y} : {m}, {t}\n");
+                floats.push(v);
+            }
+            8 => {
+                let (lo, x, hi) = (pick(rng, &floats), pick(rng, &floats), pick(rng, &floats));
+                body += &format!("    {v} = stablehlo.clamp {lo}, {x}, {hi} : {t}\n");
+                floats.push(v);
+            }
+            _ => match rng.below(4) {
+                0 => {
+                    let p = pick(rng, &masks);
+                    body += &format!("    {v} = stablehlo.not {p} : {m}\n");
+                    masks.push(v);
+                }
+                1 => {
+                    let (p, q) = (pick(rng, &masks), pick(rng, &masks));
+                    let op = if rng.below(2) == 0 { "and" } else { "or" };
+                    body += &format!("    {v} = stablehlo.{op} {p}, {q} : {m}\n");
+                    masks.push(v);
+                }
+                _ => {
+                    let p = pick(rng, &masks);
+                    body += &format!("    {v} = stablehlo.convert {p} : ({m}) -> {t}\n");
+                    floats.push(v);
+                }
+            },
+        }
+    }
+    // Return the last float and mask, and one earlier float (also read by later ops).
+    let results = [
+        floats[floats.len() - 1].clone(),
+        floats[floats.len() / 2].clone(),
+        masks[masks.len() - 1].clone(),
+    ];
+    format!(
+        "func.func @main(%a: {t}, %b: {t}, %p: {m}, %r: {row}, %s: tensor<f32>) -> ({t}, {t}, {m}) {{\n{body}    return {}, {}, {} : {t}, {t}, {m}\n}}\n",
+        results[0], results[1], results[2]
+    )
+}
+
+#[test]
+fn random_elementwise_programs_fuse_without_changing_bits() {
+    let shapes: [&[i64]; 6] = [&[7, 5], &[1, 9], &[3, 1], &[2, 3, 4], &[40, 1037], &[8]];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut fused_programs = 0;
+    for case in 0..240 {
+        let shape = shapes[case % shapes.len()];
+        let text = random_program(&mut rng, shape);
+        let module = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        if !fused_groups(&module, "main").is_empty() {
+            fused_programs += 1;
+        }
+        let func = module.function("main").expect("main");
+        let args: Vec<Literal> = func
+            .ty
+            .inputs
+            .iter()
+            .map(|ty| match ty {
+                Type::Tensor(t) => literal(&mut rng, t),
+                other => panic!("unexpected argument type {other}"),
+            })
+            .collect();
+        assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
+    }
+    // Every program has a broadcast feeding later ops; most must fuse something.
+    assert!(
+        fused_programs > 150,
+        "only {fused_programs} of 240 programs formed a fused group"
+    );
+}
+
+#[test]
+fn softmax_fuses_into_one_group_per_shape() {
+    // jax.nn.softmax over the last axis, as JAX lowers it.
+    let text = "func.func @main(%x: tensor<4x300xf32>) -> tensor<4x300xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %max = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<4x300xf32>, tensor<f32>) -> tensor<4xf32>
+  %bmax = stablehlo.broadcast_in_dim %max, dims = [0] : (tensor<4xf32>) -> tensor<4x300xf32>
+  %sub = stablehlo.subtract %x, %bmax : tensor<4x300xf32>
+  %exp = stablehlo.exponential %sub : tensor<4x300xf32>
+  %sum = stablehlo.reduce(%exp init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x300xf32>, tensor<f32>) -> tensor<4xf32>
+  %bsum = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<4xf32>) -> tensor<4x300xf32>
+  %div = stablehlo.divide %exp, %bsum : tensor<4x300xf32>
+  return %div : tensor<4x300xf32>
+}
+";
+    let module = parse_text(text).expect("parses");
+    // broadcast + subtract + exponential, then broadcast + divide.
+    assert_eq!(fused_groups(&module, "main"), vec![3, 2]);
+    let mut rng = Rng(7);
+    let ty = TensorType::new(vec![4, 300], ElementType::F32);
+    let x = literal(&mut rng, &ty);
+    assert_fusion_invisible(&module, &[x], "softmax");
+}
+
+#[test]
+fn golden_jax_programs_give_the_same_bits_fused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/filetests/roundtrip");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("filetests/roundtrip")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mlir"))
+        .collect();
+    files.sort();
+    let mut rng = Rng(42);
+    let mut compared = 0;
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let Ok(module) = parse_text(&text) else {
+            continue;
+        };
+        let Some(func) = module.function("main") else {
+            continue;
+        };
+        // Only programs over f32 and i1 inputs: random integers could index out of range
+        // or drive loops for a long time.
+        let args: Option<Vec<Literal>> = func
+            .ty
+            .inputs
+            .iter()
+            .map(|ty| match ty {
+                Type::Tensor(t)
+                    if t.is_static()
+                        && matches!(t.element_type, ElementType::F32 | ElementType::Pred) =>
+                {
+                    Some(literal(&mut rng, t))
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(args) = args else {
+            continue;
+        };
+        assert_fusion_invisible(&module, &args, &path.display().to_string());
+        compared += 1;
+    }
+    assert!(compared >= 10, "only {compared} golden programs compared");
+}

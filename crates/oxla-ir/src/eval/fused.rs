@@ -1,0 +1,777 @@
+//! Loop fusion of elementwise f32 work.
+//!
+//! [`find_groups`] picks, in one block, runs of elementwise ops whose results share one
+//! static shape (f32 values and the `i1` masks compares make), plus the `broadcast_in_dim`s
+//! that feed them. [`FusedKernel::run`] then evaluates a group in one pass over tiles of
+//! [`TILE`] elements: every input is read in place (a broadcast through strides, never
+//! materialised), intermediates live in tile-sized registers, and only the values used
+//! outside the group are written out. Large groups split their tiles over threads.
+//!
+//! Each tile op calls the same scalar kernels as the op-by-op path (`Float::map_common`,
+//! `fmax`, `fmin`, ...), so fused results are bit-identical to unfused ones.
+
+use super::context::{extents, strides, OpCx};
+use super::elementwise::{fmax, fmin, ordering_matches, Float};
+use super::typed;
+use crate::attrs::{ComparisonDirection, ComparisonType};
+use crate::{
+    Attribute, Block, ElementType, Function, IrError, Literal, Op, OpKind, TensorType, Type,
+    ValueId,
+};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// Elements per tile: the registers of a group stay in the first two cache levels.
+pub(crate) const TILE: usize = 1024;
+
+/// Groups over fewer elements run op by op: scalar bodies of reductions and sorts would
+/// pay the kernel's setup per element.
+const MIN_ELEMENTS: usize = 8;
+
+/// Groups over at least this many elements split their tiles over threads.
+const PARALLEL_ELEMENTS: usize = 1 << 16;
+
+/// What a fusible op computes on registers.
+#[derive(Clone, Debug)]
+enum Member {
+    Unary(OpKind),
+    Binary(OpKind),
+    Compare {
+        dir: ComparisonDirection,
+        total: bool,
+    },
+    Select,
+    Clamp,
+    Not,
+    And,
+    Or,
+    /// The result is the operand (`convert` i1->f32 or f32->f32; masks are 0.0/1.0).
+    Identity,
+    /// `broadcast_in_dim` of a value: a strided load when the value comes from outside the
+    /// group, the identity when it is a group value of the same shape.
+    Broadcast {
+        strides: Vec<usize>,
+        identity: bool,
+    },
+}
+
+/// The static shape and element type of a tensor value.
+fn tensor_of(func: &Function, id: ValueId) -> Option<&TensorType> {
+    match func.values.get(id.index())? {
+        Type::Tensor(t) if t.is_static() => Some(t),
+        _ => None,
+    }
+}
+
+/// How `op` joins a fused group, with the shape of its single result; `None` when it cannot.
+fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
+    use OpKind as K;
+    let [result] = op.results.as_slice() else {
+        return None;
+    };
+    if !op.regions.is_empty() {
+        return None;
+    }
+    let out = tensor_of(func, *result)?;
+    let shape = out.shape.clone();
+    let et = out.element_type;
+    if !matches!(et, ElementType::F32 | ElementType::Pred) {
+        return None;
+    }
+    // Every operand must have the result's shape and the given element types.
+    let operands_are = |types: &[ElementType]| {
+        op.operands.len() == types.len()
+            && op.operands.iter().zip(types).all(|(&v, &want)| {
+                tensor_of(func, v).is_some_and(|t| t.shape == shape && t.element_type == want)
+            })
+    };
+    use ElementType::{Pred, F32};
+    let member = match &op.kind {
+        K::BroadcastInDim => {
+            let operand = tensor_of(func, *op.operands.first()?)?;
+            if op.operands.len() != 1 || operand.element_type != et {
+                return None;
+            }
+            let cx = OpCx { op, func };
+            let dims = cx.i64s("broadcast_dimensions").ok()?;
+            let dims = cx.dims("broadcast_dimensions", &dims, shape.len()).ok()?;
+            let (src, dst) = (extents(&operand.shape), extents(&shape));
+            if dims.len() != src.len() {
+                return None;
+            }
+            let src_strides = strides(&src);
+            let mut out_strides = vec![0usize; dst.len()];
+            for (i, &d) in dims.iter().enumerate() {
+                if out_strides[d] != 0 || (src[i] != 1 && src[i] != dst[d]) {
+                    return None;
+                }
+                if src[i] == dst[d] && src[i] != 1 {
+                    out_strides[d] = src_strides[i];
+                }
+            }
+            let identity = src == dst && dims.iter().enumerate().all(|(i, &d)| i == d);
+            Member::Broadcast {
+                strides: out_strides,
+                identity,
+            }
+        }
+        K::Convert if et == F32 && (operands_are(&[Pred]) || operands_are(&[F32])) => {
+            Member::Identity
+        }
+        K::Compare if et == Pred && operands_are(&[F32, F32]) => {
+            let dir = match op.attr("comparison_direction") {
+                Some(Attribute::ComparisonDirection(d)) => *d,
+                _ => return None,
+            };
+            let total = matches!(
+                op.attr("compare_type"),
+                Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
+            );
+            Member::Compare { dir, total }
+        }
+        K::Select if et == F32 && operands_are(&[Pred, F32, F32]) => Member::Select,
+        K::Clamp if et == F32 && operands_are(&[F32, F32, F32]) => Member::Clamp,
+        K::Not if et == Pred && operands_are(&[Pred]) => Member::Not,
+        K::And if et == Pred && operands_are(&[Pred, Pred]) => Member::And,
+        K::Or if et == Pred && operands_are(&[Pred, Pred]) => Member::Or,
+        K::Add | K::Subtract | K::Multiply | K::Divide | K::Maximum | K::Minimum | K::Power
+            if et == F32 && operands_are(&[F32, F32]) =>
+        {
+            Member::Binary(op.kind.clone())
+        }
+        kind if et == F32 && operands_are(&[F32]) && f32::map_common(&[0.0], &mut [0.0], kind) => {
+            Member::Unary(kind.clone())
+        }
+        _ => return None,
+    };
+    Some((shape, member))
+}
+
+/// Every value `op` reads, including from inside its regions.
+pub(crate) fn collect_uses(op: &Op, out: &mut Vec<ValueId>) {
+    out.extend_from_slice(&op.operands);
+    for region in &op.regions {
+        for block in &region.blocks {
+            for inner in &block.ops {
+                collect_uses(inner, out);
+            }
+        }
+    }
+}
+
+/// The fused groups of one block.
+pub(crate) struct Groups {
+    /// Per op of the block: the group it belongs to.
+    pub of_op: Vec<Option<usize>>,
+    /// Per group: its kernel and the index of its last op, where it runs.
+    pub kernels: Vec<(FusedKernel, usize)>,
+}
+
+/// Picks the fused groups of `block` (none unless `fuse`).
+///
+/// Ops join the open group of their result shape; a group closes when an op outside it
+/// reads one of its values, so it can run at the place of its last op. Groups that would
+/// not save work (a single op, or under [`MIN_ELEMENTS`] elements) are dropped.
+pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool) -> Groups {
+    let n_ops = block.ops.len();
+    if !fuse {
+        return Groups {
+            of_op: vec![None; n_ops],
+            kernels: Vec::new(),
+        };
+    }
+    let mut of_op: Vec<Option<usize>> = vec![None; n_ops];
+    let mut members: Vec<Vec<(usize, Member)>> = Vec::new();
+    let mut open: HashMap<Vec<i64>, usize> = HashMap::new();
+    let mut is_open: Vec<bool> = Vec::new();
+    let mut value_group: HashMap<ValueId, usize> = HashMap::new();
+    let mut uses_of_op: Vec<Vec<ValueId>> = Vec::with_capacity(n_ops);
+    for (i, op) in block.ops.iter().enumerate() {
+        let mut uses = Vec::new();
+        collect_uses(op, &mut uses);
+        let cand = classify(func, op)
+            .filter(|(shape, _)| extents(shape).iter().product::<usize>() >= MIN_ELEMENTS);
+        let mut target = cand
+            .as_ref()
+            .and_then(|(shape, _)| open.get(shape).copied());
+        // Close the groups whose values this op reads without joining them.
+        for v in &uses {
+            let Some(&g) = value_group.get(v) else {
+                continue;
+            };
+            if !is_open[g] {
+                continue;
+            }
+            let joins = target == Some(g)
+                && match &cand {
+                    Some((_, Member::Broadcast { identity, .. })) => *identity,
+                    Some(_) => true,
+                    None => false,
+                };
+            if !joins {
+                is_open[g] = false;
+                open.retain(|_, &mut open_g| open_g != g);
+                if target == Some(g) {
+                    target = None;
+                }
+            }
+        }
+        if let Some((shape, member)) = cand {
+            let g = target.unwrap_or_else(|| {
+                members.push(Vec::new());
+                is_open.push(true);
+                open.insert(shape, members.len() - 1);
+                members.len() - 1
+            });
+            members[g].push((i, member));
+            of_op[i] = Some(g);
+            value_group.insert(op.results[0], g);
+        }
+        uses_of_op.push(uses);
+    }
+
+    // Keep the groups that do real work, and build their kernels.
+    let mut kernels = Vec::new();
+    let mut group_index: Vec<Option<usize>> = vec![None; members.len()];
+    for (g, list) in members.iter().enumerate() {
+        let computes = list
+            .iter()
+            .filter(|(_, m)| !matches!(m, Member::Identity | Member::Broadcast { .. }))
+            .count();
+        if list.len() < 2 || computes == 0 {
+            continue;
+        }
+        let in_group = |j: usize| of_op[j] == Some(g);
+        let mut outputs = Vec::new();
+        for &(i, _) in list {
+            let v = block.ops[i].results[0];
+            let used_outside = uses_of_op
+                .iter()
+                .enumerate()
+                .any(|(j, uses)| !in_group(j) && uses.contains(&v));
+            if used_outside {
+                outputs.push(v);
+            }
+        }
+        if outputs.is_empty() {
+            continue;
+        }
+        let ops: Vec<(&Op, &Member)> = list.iter().map(|(i, m)| (&block.ops[*i], m)).collect();
+        let last = list.last().map_or(0, |(i, _)| *i);
+        if let Some(kernel) = FusedKernel::build(func, &ops, &outputs) {
+            group_index[g] = Some(kernels.len());
+            kernels.push((kernel, last));
+        }
+    }
+    let of_op = of_op
+        .into_iter()
+        .map(|g| g.and_then(|g| group_index[g]))
+        .collect();
+    Groups { of_op, kernels }
+}
+
+/// One tile instruction over registers.
+#[derive(Clone, Debug)]
+enum Inst {
+    Unary(OpKind, usize),
+    Binary(OpKind, usize, usize),
+    Compare(ComparisonDirection, bool, usize, usize),
+    Select(usize, usize, usize),
+    Clamp(usize, usize, usize),
+    Not(usize),
+    And(usize, usize),
+    Or(usize, usize),
+}
+
+/// A value read from outside the group.
+#[derive(Clone, Debug)]
+struct Input {
+    value: ValueId,
+    ty: TensorType,
+    /// Per output dimension, the input's stride in elements (0 where it broadcasts).
+    strides: Vec<usize>,
+    reg: usize,
+}
+
+/// A group of elementwise ops compiled to tile instructions.
+#[derive(Clone, Debug)]
+pub(crate) struct FusedKernel {
+    shape: Vec<usize>,
+    inputs: Vec<Input>,
+    /// Instructions with their destination register.
+    insts: Vec<(Inst, usize)>,
+    /// Values written out, with their register and element type.
+    outputs: Vec<(ValueId, usize, ElementType)>,
+    num_regs: usize,
+    /// The first op's name and location, for errors.
+    first_op: (String, crate::Location),
+    /// How many ops of the block the kernel covers.
+    num_ops: usize,
+}
+
+impl FusedKernel {
+    /// Compiles `ops` (in program order) to tile instructions writing `outputs`.
+    fn build(func: &Function, ops: &[(&Op, &Member)], outputs: &[ValueId]) -> Option<Self> {
+        let (first, _) = ops.first()?;
+        let shape_i64 = tensor_of(func, first.results[0])?.shape.clone();
+        let shape = extents(&shape_i64);
+        let row_major = strides(&shape);
+        // Virtual registers: one per value, then packed by liveness below.
+        let mut vreg: HashMap<ValueId, usize> = HashMap::new();
+        let mut inputs: Vec<Input> = Vec::new();
+        let mut insts: Vec<(Inst, usize)> = Vec::new();
+        let mut n_vregs = 0usize;
+        let input_reg = |value: ValueId,
+                         strides: Vec<usize>,
+                         inputs: &mut Vec<Input>,
+                         n_vregs: &mut usize|
+         -> Option<usize> {
+            if let Some(i) = inputs
+                .iter()
+                .find(|i| i.value == value && i.strides == strides)
+            {
+                return Some(i.reg);
+            }
+            let ty = tensor_of(func, value)?.clone();
+            *n_vregs += 1;
+            inputs.push(Input {
+                value,
+                ty,
+                strides,
+                reg: *n_vregs - 1,
+            });
+            Some(*n_vregs - 1)
+        };
+        for (op, member) in ops {
+            let mut src = Vec::with_capacity(op.operands.len());
+            if !matches!(member, Member::Broadcast { .. }) {
+                for &v in &op.operands {
+                    let r = match vreg.get(&v) {
+                        Some(&r) => r,
+                        None => input_reg(v, row_major.clone(), &mut inputs, &mut n_vregs)?,
+                    };
+                    src.push(r);
+                }
+            }
+            let result = op.results[0];
+            let inst = match member {
+                Member::Identity => {
+                    vreg.insert(result, src[0]);
+                    continue;
+                }
+                Member::Broadcast { strides, identity } => {
+                    let v = op.operands[0];
+                    let r = match vreg.get(&v) {
+                        Some(&r) if *identity => r,
+                        Some(_) => return None,
+                        None => input_reg(v, strides.clone(), &mut inputs, &mut n_vregs)?,
+                    };
+                    vreg.insert(result, r);
+                    continue;
+                }
+                Member::Unary(kind) => Inst::Unary(kind.clone(), src[0]),
+                Member::Binary(kind) => Inst::Binary(kind.clone(), src[0], src[1]),
+                Member::Compare { dir, total } => Inst::Compare(*dir, *total, src[0], src[1]),
+                Member::Select => Inst::Select(src[0], src[1], src[2]),
+                Member::Clamp => Inst::Clamp(src[0], src[1], src[2]),
+                Member::Not => Inst::Not(src[0]),
+                Member::And => Inst::And(src[0], src[1]),
+                Member::Or => Inst::Or(src[0], src[1]),
+            };
+            n_vregs += 1;
+            vreg.insert(result, n_vregs - 1);
+            insts.push((inst, n_vregs - 1));
+        }
+        let outputs: Vec<(ValueId, usize, ElementType)> = outputs
+            .iter()
+            .map(|&v| Some((v, *vreg.get(&v)?, tensor_of(func, v)?.element_type)))
+            .collect::<Option<_>>()?;
+        let mut kernel = FusedKernel {
+            shape,
+            inputs,
+            insts,
+            outputs,
+            num_regs: n_vregs,
+            first_op: (first.kind.name().to_string(), first.location.clone()),
+            num_ops: ops.len(),
+        };
+        kernel.pack_registers();
+        Some(kernel)
+    }
+
+    /// Renumbers virtual registers so that a register is reused once its value is dead.
+    fn pack_registers(&mut self) {
+        let n = self.num_regs;
+        let end = self.insts.len();
+        // The last instruction reading each virtual register (outputs live to the end).
+        let mut last_read = vec![0usize; n];
+        for (i, (inst, _)) in self.insts.iter().enumerate() {
+            for r in inst.sources() {
+                last_read[r] = last_read[r].max(i);
+            }
+        }
+        for &(_, r, _) in &self.outputs {
+            last_read[r] = end;
+        }
+        let mut phys: Vec<Option<usize>> = vec![None; n];
+        let mut free: Vec<usize> = Vec::new();
+        let mut count = 0usize;
+        let mut alloc = |free: &mut Vec<usize>| {
+            free.pop().unwrap_or_else(|| {
+                count += 1;
+                count - 1
+            })
+        };
+        for input in &self.inputs {
+            phys[input.reg] = Some(alloc(&mut free));
+        }
+        for i in 0..end {
+            let dst = self.insts[i].1;
+            // The destination is taken before the sources are released, so it never
+            // aliases them.
+            phys[dst] = Some(alloc(&mut free));
+            let mut released: Vec<usize> = self.insts[i]
+                .0
+                .sources()
+                .into_iter()
+                .filter(|&r| last_read[r] == i)
+                .collect();
+            if last_read[dst] <= i {
+                released.push(dst);
+            }
+            released.sort_unstable();
+            released.dedup();
+            for r in released {
+                if let Some(p) = phys[r] {
+                    free.push(p);
+                }
+            }
+        }
+        let map = |r: usize| phys[r].unwrap_or(0);
+        for input in &mut self.inputs {
+            input.reg = map(input.reg);
+        }
+        for (inst, dst) in &mut self.insts {
+            inst.map_sources(map);
+            *dst = map(*dst);
+        }
+        for (_, r, _) in &mut self.outputs {
+            *r = map(*r);
+        }
+        self.num_regs = count;
+    }
+
+    /// How many ops of the block the kernel covers.
+    pub(crate) fn num_ops(&self) -> usize {
+        self.num_ops
+    }
+
+    /// The values the kernel reads, in the order [`FusedKernel::run`] takes them.
+    pub(crate) fn input_values(&self) -> Vec<ValueId> {
+        let mut res: Vec<ValueId> = Vec::new();
+        for i in &self.inputs {
+            if !res.contains(&i.value) {
+                res.push(i.value);
+            }
+        }
+        res
+    }
+
+    /// The values the kernel writes, in the order [`FusedKernel::run`] returns them.
+    pub(crate) fn output_values(&self) -> Vec<ValueId> {
+        self.outputs.iter().map(|&(v, _, _)| v).collect()
+    }
+
+    fn error(&self, detail: String) -> IrError {
+        IrError::InvalidOp {
+            op: self.first_op.0.clone(),
+            location: self.first_op.1.clone(),
+            detail: format!("in a fused group: {detail}"),
+        }
+    }
+
+    /// Runs the group on `args` (the values of [`FusedKernel::input_values`]).
+    pub(crate) fn run(&self, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
+        let values = self.input_values();
+        if args.len() != values.len() {
+            return Err(self.error(format!(
+                "expects {} inputs, got {}",
+                values.len(),
+                args.len()
+            )));
+        }
+        let mut sources = Vec::with_capacity(self.inputs.len());
+        for input in &self.inputs {
+            let k = values.iter().position(|&v| v == input.value).unwrap_or(0);
+            let lit = args[k];
+            if lit.ty != input.ty || Some(lit.data.len()) != lit.ty.byte_size() {
+                return Err(self.error(format!(
+                    "input %{} is {}, expected {}",
+                    input.value.0, lit.ty, input.ty
+                )));
+            }
+            let data = match input.ty.element_type {
+                ElementType::F32 => Source::F32(typed::view_bytes::<f32>(&lit.data)),
+                _ => Source::Pred(&lit.data),
+            };
+            sources.push(data);
+        }
+        let n: usize = self.shape.iter().product();
+        let mut outs: Vec<Vec<u8>> = self
+            .outputs
+            .iter()
+            .map(|&(_, _, et)| vec![0u8; n * et.byte_size()])
+            .collect();
+        let threads = if n >= PARALLEL_ELEMENTS {
+            std::thread::available_parallelism()
+                .map_or(1, |p| p.get())
+                .min(n.div_ceil(PARALLEL_ELEMENTS / 4))
+        } else {
+            1
+        };
+        if threads <= 1 {
+            let mut parts: Vec<&mut [u8]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+            self.run_range(&sources, 0, n, &mut parts);
+        } else {
+            // Whole tiles per thread; each thread writes its own part of every output.
+            let per = n.div_ceil(threads).div_ceil(TILE) * TILE;
+            let mut parts: Vec<Vec<&mut [u8]>> = (0..threads).map(|_| Vec::new()).collect();
+            for (out, &(_, _, et)) in outs.iter_mut().zip(&self.outputs) {
+                for (t, chunk) in out.chunks_mut(per * et.byte_size()).enumerate() {
+                    parts[t].push(chunk);
+                }
+            }
+            let sources = &sources;
+            std::thread::scope(|s| {
+                for (t, mut part) in parts.into_iter().enumerate() {
+                    let start = t * per;
+                    if start >= n {
+                        break;
+                    }
+                    let end = (start + per).min(n);
+                    s.spawn(move || self.run_range(sources, start, end, &mut part));
+                }
+            });
+        }
+        self.outputs
+            .iter()
+            .zip(outs)
+            .map(|(&(_, _, et), data)| {
+                let shape = self.shape.iter().map(|&d| d as i64).collect::<Vec<_>>();
+                Literal::new(TensorType::new(shape, et), data)
+            })
+            .collect()
+    }
+
+    /// Evaluates elements `start..end`; `outs[k]` holds output `k`'s elements from `start`.
+    fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
+        let width = TILE.min(end - start);
+        let mut regs: Vec<Vec<f32>> = vec![vec![0.0; width]; self.num_regs];
+        let mut pos = start;
+        while pos < end {
+            let len = width.min(end - pos);
+            for (input, src) in self.inputs.iter().zip(sources) {
+                load(
+                    src,
+                    &self.shape,
+                    &input.strides,
+                    pos,
+                    &mut regs[input.reg][..len],
+                );
+            }
+            for (inst, dst) in &self.insts {
+                let mut out = std::mem::take(&mut regs[*dst]);
+                inst.exec(&regs, &mut out[..len]);
+                regs[*dst] = out;
+            }
+            for (k, &(_, r, et)) in self.outputs.iter().enumerate() {
+                let off = pos - start;
+                store(&regs[r][..len], et, &mut outs[k][off * et.byte_size()..]);
+            }
+            pos += len;
+        }
+    }
+}
+
+impl Inst {
+    fn sources(&self) -> Vec<usize> {
+        match *self {
+            Inst::Unary(_, a) | Inst::Not(a) => vec![a],
+            Inst::Binary(_, a, b)
+            | Inst::Compare(_, _, a, b)
+            | Inst::And(a, b)
+            | Inst::Or(a, b) => vec![a, b],
+            Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
+        }
+    }
+
+    fn map_sources(&mut self, f: impl Fn(usize) -> usize) {
+        match self {
+            Inst::Unary(_, a) | Inst::Not(a) => *a = f(*a),
+            Inst::Binary(_, a, b)
+            | Inst::Compare(_, _, a, b)
+            | Inst::And(a, b)
+            | Inst::Or(a, b) => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => {
+                *a = f(*a);
+                *b = f(*b);
+                *c = f(*c);
+            }
+        }
+    }
+
+    /// Computes one tile into `out` (`out.len()` elements) from `regs`.
+    fn exec(&self, regs: &[Vec<f32>], out: &mut [f32]) {
+        use OpKind as K;
+        let len = out.len();
+        let r = |i: usize| &regs[i][..len];
+        let mask = |b: bool| if b { 1.0 } else { 0.0 };
+        match self {
+            Inst::Unary(kind, a) => {
+                f32::map_common(r(*a), out, kind);
+            }
+            Inst::Binary(kind, a, b) => {
+                let (a, b) = (r(*a), r(*b));
+                match kind {
+                    K::Add => zip(out, a, b, |x, y| x + y),
+                    K::Subtract => zip(out, a, b, |x, y| x - y),
+                    K::Multiply => zip(out, a, b, |x, y| x * y),
+                    K::Divide => zip(out, a, b, |x, y| x / y),
+                    K::Maximum => zip(out, a, b, fmax),
+                    K::Minimum => zip(out, a, b, fmin),
+                    _ => zip(out, a, b, f32::powf),
+                }
+            }
+            Inst::Compare(dir, total, a, b) => {
+                let (a, b) = (r(*a), r(*b));
+                use ComparisonDirection as D;
+                match (dir, total) {
+                    (_, true) => zip(out, a, b, |x, y| {
+                        mask(ordering_matches(*dir, Some(Float::total_cmp(&x, &y))))
+                    }),
+                    // IEEE comparisons: false with a NaN, except `!=`.
+                    (D::Eq, false) => zip(out, a, b, |x, y| mask(x == y)),
+                    (D::Ne, false) => zip(out, a, b, |x, y| mask(x != y)),
+                    (D::Lt, false) => zip(out, a, b, |x, y| mask(x < y)),
+                    (D::Le, false) => zip(out, a, b, |x, y| mask(x <= y)),
+                    (D::Gt, false) => zip(out, a, b, |x, y| mask(x > y)),
+                    (D::Ge, false) => zip(out, a, b, |x, y| mask(x >= y)),
+                }
+            }
+            Inst::Select(p, t, f) => {
+                let (p, t, f) = (r(*p), r(*t), r(*f));
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = if p[i] != 0.0 { t[i] } else { f[i] };
+                }
+            }
+            Inst::Clamp(lo, x, hi) => {
+                let (lo, x, hi) = (r(*lo), r(*x), r(*hi));
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = fmin(fmax(x[i], lo[i]), hi[i]);
+                }
+            }
+            Inst::Not(a) => {
+                for (o, &x) in out.iter_mut().zip(r(*a)) {
+                    *o = mask(x == 0.0);
+                }
+            }
+            Inst::And(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 && y != 0.0)),
+            Inst::Or(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 || y != 0.0)),
+        }
+    }
+}
+
+fn zip(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+    oxla_simd::zip(a, b, out, f);
+}
+
+/// An input's elements: f32 values, or `i1` bytes read as 0.0/1.0.
+enum Source<'a> {
+    F32(Cow<'a, [f32]>),
+    Pred(&'a [u8]),
+}
+
+impl Source<'_> {
+    fn get(&self, i: usize) -> f32 {
+        match self {
+            Source::F32(v) => v[i],
+            Source::Pred(b) => f32::from(u8::from(b[i] != 0)),
+        }
+    }
+
+    /// Copies `dst.len()` elements starting at `at`, `step` apart.
+    fn copy(&self, at: usize, step: usize, dst: &mut [f32]) {
+        match (self, step) {
+            (Source::F32(v), 1) => dst.copy_from_slice(&v[at..at + dst.len()]),
+            _ => {
+                for (k, d) in dst.iter_mut().enumerate() {
+                    *d = self.get(at + k * step);
+                }
+            }
+        }
+    }
+}
+
+/// Loads elements `start..start + dst.len()` of the output index space from `src`, whose
+/// stride along output dimension `d` is `strides[d]`.
+fn load(src: &Source<'_>, shape: &[usize], strides: &[usize], start: usize, dst: &mut [f32]) {
+    let Some(last) = shape.len().checked_sub(1) else {
+        dst.fill(src.get(0));
+        return;
+    };
+    if strides.iter().all(|&s| s == 0) {
+        dst.fill(src.get(0));
+        return;
+    }
+    let mut idx = vec![0usize; shape.len()];
+    let mut rem = start;
+    for d in (0..shape.len()).rev() {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    let inner = shape[last];
+    let mut filled = 0;
+    while filled < dst.len() {
+        let base: usize = (0..last).map(|d| idx[d] * strides[d]).sum();
+        let run = (inner - idx[last]).min(dst.len() - filled);
+        let seg = &mut dst[filled..filled + run];
+        if strides[last] == 0 {
+            seg.fill(src.get(base));
+        } else {
+            src.copy(base + idx[last] * strides[last], strides[last], seg);
+        }
+        filled += run;
+        idx[last] += run;
+        let mut d = last;
+        while idx[d] == shape[d] && d > 0 {
+            idx[d] = 0;
+            d -= 1;
+            idx[d] += 1;
+        }
+    }
+}
+
+/// Writes `vals` as elements of type `et` to the start of `dst`.
+fn store(vals: &[f32], et: ElementType, dst: &mut [u8]) {
+    match et {
+        ElementType::F32 => {
+            let dst = &mut dst[..vals.len() * 4];
+            match bytemuck::try_cast_slice_mut::<u8, f32>(dst) {
+                Ok(d) if cfg!(target_endian = "little") => d.copy_from_slice(vals),
+                _ => {
+                    for (o, v) in dst.chunks_exact_mut(4).zip(vals) {
+                        o.copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        _ => {
+            for (o, &v) in dst.iter_mut().zip(vals) {
+                *o = u8::from(v != 0.0);
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Per-block execution plans: the steps a block runs (single ops, or fused groups of
+//! elementwise ops at the place of their last op), and when each value dies.
+
+use super::fused::{collect_uses, find_groups, FusedKernel};
+use crate::{Block, Function, ValueId};
+use std::collections::HashMap;
+
+/// One step of a block.
+pub(crate) enum Step {
+    /// The op at this index of the block.
+    Op(usize),
+    /// A fused group of elementwise ops.
+    Fused(FusedKernel),
+}
+
+/// How a block runs.
+pub(crate) struct BlockPlan {
+    pub steps: Vec<Step>,
+    /// Per step: the values to free after it.
+    pub frees: Vec<Vec<ValueId>>,
+    /// Per step: the operands an op may move out of the table instead of cloning (its last
+    /// use, and not read by the op's own regions).
+    pub moves: Vec<Vec<ValueId>>,
+    /// Per block argument: whether anything in the block reads it.
+    pub arg_used: Vec<bool>,
+}
+
+/// Plans `block` of `func`: fuses what it can (when `fuse`) and computes liveness over the
+/// steps.
+pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPlan {
+    let groups = find_groups(func, block, fuse);
+    let mut kernels: Vec<Option<FusedKernel>> = Vec::new();
+    let mut runs_at: HashMap<usize, usize> = HashMap::new();
+    for (kernel, last) in groups.kernels {
+        runs_at.insert(last, kernels.len());
+        kernels.push(Some(kernel));
+    }
+    let mut steps = Vec::with_capacity(block.ops.len());
+    for i in 0..block.ops.len() {
+        match groups.of_op[i] {
+            None => steps.push(Step::Op(i)),
+            Some(_) => {
+                if let Some(kernel) = runs_at.get(&i).and_then(|&k| kernels[k].take()) {
+                    steps.push(Step::Fused(kernel));
+                }
+            }
+        }
+    }
+
+    // Uses and definitions per step.
+    let mut uses: Vec<Vec<ValueId>> = Vec::with_capacity(steps.len());
+    let mut defs: Vec<Vec<ValueId>> = Vec::with_capacity(steps.len());
+    for step in &steps {
+        match step {
+            Step::Op(i) => {
+                let op = &block.ops[*i];
+                let mut u = Vec::new();
+                collect_uses(op, &mut u);
+                uses.push(u);
+                defs.push(op.results.clone());
+            }
+            Step::Fused(k) => {
+                uses.push(k.input_values());
+                defs.push(k.output_values());
+            }
+        }
+    }
+    let mut last_use: HashMap<ValueId, usize> = HashMap::new();
+    for (i, (u, d)) in uses.iter().zip(&defs).enumerate() {
+        for &r in d {
+            last_use.insert(r, i);
+        }
+        for &v in u {
+            last_use.insert(v, i);
+        }
+    }
+    let mut frees = vec![Vec::new(); steps.len()];
+    let defined_here = block.arguments.iter().chain(defs.iter().flatten());
+    for &v in defined_here {
+        if let Some(&i) = last_use.get(&v) {
+            if !frees[i].contains(&v) {
+                frees[i].push(v);
+            }
+        }
+    }
+    let moves = steps
+        .iter()
+        .zip(&frees)
+        .map(|(step, frees)| match step {
+            Step::Op(i) => {
+                let op = &block.ops[*i];
+                let mut inner = Vec::new();
+                for region in &op.regions {
+                    for block in &region.blocks {
+                        for op in &block.ops {
+                            collect_uses(op, &mut inner);
+                        }
+                    }
+                }
+                frees
+                    .iter()
+                    .copied()
+                    .filter(|v| op.operands.contains(v) && !inner.contains(v))
+                    .collect()
+            }
+            Step::Fused(_) => Vec::new(),
+        })
+        .collect();
+    let arg_used = block
+        .arguments
+        .iter()
+        .map(|v| last_use.contains_key(v))
+        .collect();
+    BlockPlan {
+        steps,
+        frees,
+        moves,
+        arg_used,
+    }
+}

@@ -1,0 +1,175 @@
+//! Runtime CPU-feature dispatch for the evaluator's hot elementwise loops.
+//!
+//! oxla builds for the baseline target of its architecture (SSE2 on x86-64) so one binary
+//! runs on every machine. The loops here are compiled a second and third time with AVX2 and
+//! AVX-512 enabled, and each call picks the widest version the CPU supports. The loop body
+//! is the caller's closure, inlined into every version, so all versions compute the same
+//! bits: Rust never contracts `a * b + c` into a fused multiply-add on its own, and the
+//! wider versions only process more elements per instruction.
+//!
+//! This crate holds the only `unsafe` the dispatch needs: calling a function compiled for
+//! CPU features is sound once those features were detected at run time.
+
+/// Which instruction-set level this CPU offers, detected once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// The build target's baseline.
+    Baseline,
+    /// x86-64 with AVX2 and FMA.
+    Avx2,
+    /// x86-64 with AVX-512 (F, BW, DQ, VL) besides AVX2 and FMA.
+    Avx512,
+}
+
+/// The widest level the running CPU supports.
+pub fn level() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static LEVEL: OnceLock<Level> = OnceLock::new();
+        *LEVEL.get_or_init(|| {
+            let avx2 =
+                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+            let avx512 = avx2
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512dq")
+                && std::is_x86_feature_detected!("avx512vl");
+            if avx512 {
+                Level::Avx512
+            } else if avx2 {
+                Level::Avx2
+            } else {
+                Level::Baseline
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Level::Baseline
+    }
+}
+
+#[inline(always)]
+fn map_body<T: Copy, U>(src: &[T], dst: &mut [U], f: &impl Fn(T) -> U) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = f(s);
+    }
+}
+
+#[inline(always)]
+fn zip_body<A: Copy, B: Copy, U>(a: &[A], b: &[B], dst: &mut [U], f: &impl Fn(A, B) -> U) {
+    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+        *d = f(x, y);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{map_body, zip_body};
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn map_avx2<T: Copy, U>(src: &[T], dst: &mut [U], f: &impl Fn(T) -> U) {
+        map_body(src, dst, f)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+    pub(super) fn map_avx512<T: Copy, U>(src: &[T], dst: &mut [U], f: &impl Fn(T) -> U) {
+        map_body(src, dst, f)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn zip_avx2<A: Copy, B: Copy, U>(
+        a: &[A],
+        b: &[B],
+        dst: &mut [U],
+        f: &impl Fn(A, B) -> U,
+    ) {
+        zip_body(a, b, dst, f)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+    pub(super) fn zip_avx512<A: Copy, B: Copy, U>(
+        a: &[A],
+        b: &[B],
+        dst: &mut [U],
+        f: &impl Fn(A, B) -> U,
+    ) {
+        zip_body(a, b, dst, f)
+    }
+}
+
+/// `dst[i] = f(src[i])` for every `i` below both lengths, on the widest vectors the CPU has.
+/// `f` should be a small `#[inline]` function or closure so it inlines into each version.
+#[inline]
+pub fn map<T: Copy, U>(src: &[T], dst: &mut [U], f: impl Fn(T) -> U) {
+    match level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` reported AVX-512 F/BW/DQ/VL, AVX2 and FMA on this CPU.
+        Level::Avx512 => unsafe { x86::map_avx512(src, dst, &f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` reported AVX2 and FMA on this CPU.
+        Level::Avx2 => unsafe { x86::map_avx2(src, dst, &f) },
+        _ => map_body(src, dst, &f),
+    }
+}
+
+/// `dst[i] = f(a[i], b[i])` for every `i` below all three lengths, on the widest vectors the
+/// CPU has.
+#[inline]
+pub fn zip<A: Copy, B: Copy, U>(a: &[A], b: &[B], dst: &mut [U], f: impl Fn(A, B) -> U) {
+    match level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` reported AVX-512 F/BW/DQ/VL, AVX2 and FMA on this CPU.
+        Level::Avx512 => unsafe { x86::zip_avx512(a, b, dst, &f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` reported AVX2 and FMA on this CPU.
+        Level::Avx2 => unsafe { x86::zip_avx2(a, b, dst, &f) },
+        _ => zip_body(a, b, dst, &f),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_level_computes_the_same_bits() {
+        // A body with rounding-sensitive arithmetic: any contraction or reassociation in a
+        // wider version would change some of these bits.
+        let f = |x: f32| {
+            let y = f64::from(x);
+            ((y * 1.000_000_1 + 0.3) * y - 0.7) as f32
+        };
+        let src: Vec<f32> = (0..10_007)
+            .map(|i| (i as f32 - 5000.0) * 0.001_37)
+            .collect();
+        let mut want = vec![0.0f32; src.len()];
+        map_body(&src, &mut want, &f);
+        let mut got = vec![0.0f32; src.len()];
+        map(&src, &mut got, f);
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        let g = |x: f32, y: f32| x * y + x / (y + 3.0);
+        let mut want2 = vec![0.0f32; src.len()];
+        zip_body(&src, &want, &mut want2, &g);
+        let mut got2 = vec![0.0f32; src.len()];
+        zip(&src, &want, &mut got2, g);
+        assert_eq!(
+            got2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want2.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn shorter_slice_bounds_the_loop() {
+        let mut dst = [0u32; 3];
+        map(&[1u32, 2, 3, 4, 5], &mut dst, |x| x * 10);
+        assert_eq!(dst, [10, 20, 30]);
+        let mut dst = [7u32; 4];
+        zip(&[1u32, 2], &[5u32, 6, 7], &mut dst, |x, y| x + y);
+        assert_eq!(dst, [6, 8, 7, 7]);
+    }
+}
