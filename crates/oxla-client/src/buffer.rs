@@ -98,18 +98,23 @@ impl Buffer {
 
     /// A ready buffer on `device` holding `data` (dense layout, checked against `ty`).
     pub fn from_bytes(device: &Device, ty: TensorType, data: Vec<u8>) -> Result<Buffer> {
+        Buffer::from_shared(device, ty, Arc::new(data))
+    }
+
+    /// A ready buffer on `device` sharing `data` (dense layout, checked against `ty`).
+    fn from_shared(device: &Device, ty: TensorType, data: Arc<Vec<u8>>) -> Result<Buffer> {
         check_byte_len(&ty, data.len())?;
         Ok(Buffer::from_slot(
             ty,
             device.default_memory(),
             device,
-            Slot::ready(Arc::new(data)),
+            Slot::ready(data),
         ))
     }
 
-    /// A ready buffer on `device` holding `literal`.
+    /// A ready buffer on `device` holding `literal`, sharing its bytes.
     pub fn from_literal(device: &Device, literal: Literal) -> Result<Buffer> {
-        Buffer::from_bytes(device, literal.ty, literal.data)
+        Buffer::from_shared(device, literal.ty, literal.data)
     }
 
     /// A buffer on `device` whose bytes `produce` computes on the worker pool.

@@ -513,7 +513,9 @@ mod tests {
             .zip(exe.addressable_devices())
             .map(|(values, device)| {
                 let lit = Literal::from_f32(shape, values).unwrap();
-                vec![client.buffer_from_bytes(device, lit.ty, lit.data).unwrap()]
+                vec![client
+                    .buffer_from_bytes(device, lit.ty.clone(), lit.into_data())
+                    .unwrap()]
             })
             .collect();
         let res = exe.execute(&lists, &ExecuteOptions::default())?;

@@ -659,7 +659,7 @@ impl LoadedExecutable {
                 match result {
                     Ok(values) => {
                         for (slot, value) in out_slots.iter().zip(values) {
-                            slot.fill(Ok(Arc::new(value.data)));
+                            slot.fill(Ok(value.data));
                         }
                         job_done.set(Ok(()));
                     }
@@ -831,8 +831,8 @@ fn run_on_worker(
 ) -> Result<Vec<Literal>> {
     let mut args = Vec::with_capacity(arg_slots.len());
     for (slot, ty) in arg_slots.iter().zip(exe.input_types()) {
-        let data = slot.wait()?;
-        args.push(Literal::new(ty.clone(), data.to_vec())?);
+        // The evaluator shares the buffer's bytes; an op that writes copies them first.
+        args.push(Literal::from_shared(ty.clone(), slot.wait()?)?);
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
     let results = oxla_ir::eval::run_function_with_options(
@@ -929,7 +929,8 @@ module {
                 assert_eq!(call.backend_config, "7");
                 let mut out = call.args[0].clone();
                 let values: Vec<f32> = out.to_f32_vec().unwrap().into_iter().rev().collect();
-                out.data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                out.data =
+                    std::sync::Arc::new(values.iter().flat_map(|v| v.to_le_bytes()).collect());
                 Ok(vec![out])
             }),
         );

@@ -3,14 +3,17 @@
 
 use crate::types::{ElementType, TensorType};
 use crate::IrError;
+use std::sync::Arc;
 
 /// A host tensor value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Literal {
     /// The (static) type.
     pub ty: TensorType,
-    /// The elements' bytes; its length is always `ty.byte_size()`.
-    pub data: Vec<u8>,
+    /// The elements' bytes; its length is always `ty.byte_size()`. Shared, so cloning a
+    /// literal or handing a device buffer to the evaluator copies nothing; writers go
+    /// through [`Literal::data_mut`], which copies only while the bytes are shared.
+    pub data: Arc<Vec<u8>>,
 }
 
 impl Literal {
@@ -24,7 +27,33 @@ impl Literal {
                 detail: format!("{ty} needs {expected} bytes, got {}", data.len()),
             });
         }
+        Ok(Literal {
+            ty,
+            data: Arc::new(data),
+        })
+    }
+
+    /// A literal over shared bytes, checking that the length matches the type.
+    pub fn from_shared(ty: TensorType, data: Arc<Vec<u8>>) -> Result<Literal, IrError> {
+        let expected = ty.byte_size().ok_or_else(|| IrError::InvalidType {
+            detail: format!("{ty} has no static size"),
+        })?;
+        if data.len() != expected {
+            return Err(IrError::InvalidType {
+                detail: format!("{ty} needs {expected} bytes, got {}", data.len()),
+            });
+        }
         Ok(Literal { ty, data })
+    }
+
+    /// The bytes for writing: copied first if another literal shares them.
+    pub fn data_mut(&mut self) -> &mut Vec<u8> {
+        Arc::make_mut(&mut self.data)
+    }
+
+    /// The bytes, copied only if another literal shares them.
+    pub fn into_data(self) -> Vec<u8> {
+        Arc::try_unwrap(self.data).unwrap_or_else(|shared| (*shared).clone())
     }
 
     /// A zero-filled literal of a static type.
@@ -34,7 +63,7 @@ impl Literal {
         })?;
         Ok(Literal {
             ty,
-            data: vec![0; n],
+            data: Arc::new(vec![0; n]),
         })
     }
 

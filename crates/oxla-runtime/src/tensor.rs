@@ -236,7 +236,7 @@ mod tests {
         let t = parse_tensor_literal("f32=2.5").unwrap();
         assert_eq!(t, Literal::from_f32(&[], &[2.5]).unwrap());
         let t = parse_tensor_literal("2xbool=true,false").unwrap();
-        assert_eq!(t.data, [1, 0]);
+        assert_eq!(*t.data, [1, 0]);
         let t = parse_tensor_literal("0x3xf32=0").unwrap();
         assert!(t.data.is_empty());
     }

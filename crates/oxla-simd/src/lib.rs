@@ -69,6 +69,16 @@ mod x86 {
     use super::{map_body, zip_body};
 
     #[target_feature(enable = "avx2,fma")]
+    pub(super) fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+    pub(super) fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn map_avx2<T: Copy, U>(src: &[T], dst: &mut [U], f: &impl Fn(T) -> U) {
         map_body(src, dst, f)
     }
@@ -96,6 +106,21 @@ mod x86 {
         f: &impl Fn(A, B) -> U,
     ) {
         zip_body(a, b, dst, f)
+    }
+}
+
+/// Runs `f` compiled for the widest vectors the CPU has: whatever inlines into it (mark the
+/// loops it calls `#[inline(always)]`) is vectorized for that level.
+#[inline]
+pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    match level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` reported AVX-512 F/BW/DQ/VL, AVX2 and FMA on this CPU.
+        Level::Avx512 => unsafe { x86::run_avx512(f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` reported AVX2 and FMA on this CPU.
+        Level::Avx2 => unsafe { x86::run_avx2(f) },
+        _ => f(),
     }
 }
 
@@ -161,6 +186,16 @@ mod tests {
             got2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             want2.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn vectorized_runs_the_closure_once() {
+        let mut calls = 0;
+        let sum: f32 = vectorized(|| {
+            calls += 1;
+            (0..100).map(|i| i as f32).sum()
+        });
+        assert_eq!((sum, calls), (4950.0, 1));
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub(crate) fn take(lit: &Literal, idxs: &[usize], scalar: bool) -> Literal {
     };
     Literal {
         ty: TensorType::new(shape, lit.ty.element_type),
-        data,
+        data: data.into(),
     }
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn put(lit: &mut Literal, idxs: &[usize], vals: &[u8]) {
     let broadcast = vals.len() == esize && idxs.len() != 1;
     for (k, &i) in idxs.iter().enumerate() {
         let src = if broadcast { 0 } else { k * esize };
-        lit.data[i * esize..(i + 1) * esize].copy_from_slice(&vals[src..src + esize]);
+        lit.data_mut()[i * esize..(i + 1) * esize].copy_from_slice(&vals[src..src + esize]);
     }
 }
 

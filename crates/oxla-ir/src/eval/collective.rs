@@ -811,7 +811,7 @@ mod tests {
         assert_eq!(to_f32(&out[0]), vec![2.0, 9.0, -1.0, 8.0]);
         // Member 1 receives the second halves of member 0's and its own operand.
         assert_eq!(to_f32(&out[1]), vec![-1.0, 8.0, -3.0, 4.0]);
-        assert_eq!(out[2].data, 1u32.to_le_bytes());
+        assert_eq!(*out[2].data, 1u32.to_le_bytes());
     }
 
     #[test]
@@ -821,7 +821,7 @@ mod tests {
             .unwrap();
         assert_eq!(out[0], x);
         assert_eq!(out[1], x);
-        assert_eq!(out[2].data, 0u32.to_le_bytes());
+        assert_eq!(*out[2].data, 0u32.to_le_bytes());
         let err = super::super::run_function(&program(&[&[0, 1]]), "main", &[x]).unwrap_err();
         assert!(err.to_string().contains("stablehlo.all_reduce"), "{err}");
     }

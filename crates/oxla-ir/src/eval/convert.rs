@@ -256,7 +256,7 @@ pub(crate) fn bitcast_convert(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrEr
         )));
     }
     if from.byte_size() * 8 == in_bits && to.byte_size() * 8 == out_bits {
-        return Literal::new(ty, x.data.clone());
+        return Literal::from_shared(ty, x.data.clone());
     }
     let mut out = Vec::with_capacity(ty.byte_size().unwrap_or(0));
     if in_bits >= out_bits {

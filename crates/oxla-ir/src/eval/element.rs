@@ -372,11 +372,11 @@ mod tests {
         let ty = TensorType::new([3], ElementType::S4);
         let lit = encode(&Array::S8(vec![7, 8, -9]), ty).unwrap();
         // 8 wraps to -8 and -9 wraps to 7 in 4 bits.
-        assert_eq!(lit.data, vec![7, (-8i8) as u8, 7]);
+        assert_eq!(*lit.data, vec![7, (-8i8) as u8, 7]);
         assert_eq!(decode(&lit), Array::S8(vec![7, -8, 7]));
         let ty = TensorType::new([2], ElementType::U2);
         let lit = encode(&Array::U8(vec![5, 3]), ty).unwrap();
-        assert_eq!(lit.data, vec![1, 3]);
+        assert_eq!(*lit.data, vec![1, 3]);
     }
 
     #[test]

@@ -653,7 +653,7 @@ fn tensor_op(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
 pub fn token_literal() -> Literal {
     Literal {
         ty: crate::TensorType::new(vec![0], crate::ElementType::Pred),
-        data: Vec::new(),
+        data: Default::default(),
     }
 }
 

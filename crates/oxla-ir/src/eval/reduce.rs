@@ -227,6 +227,7 @@ pub(crate) fn reduce_simple(
 /// Folds a contiguous row with eight independent accumulators (so the loop vectorizes),
 /// combined at the end: only rounding (and which NaN survives) can differ from a strictly
 /// sequential fold.
+#[inline(always)]
 fn fold_row<T: Copy>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
     const LANES: usize = 8;
     if x.len() < 2 * LANES {
@@ -250,17 +251,86 @@ fn fold_row<T: Copy>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
     f(init, total)
 }
 
-/// `out[o, i] = fold over r of x[o, r, i]` for an `[outer, reduced, inner]` array.
-fn fold_block<T: Copy>(
+/// Inputs of at least this many elements are folded on several threads.
+const PARALLEL_ELEMENTS: usize = 1 << 18;
+
+/// `out[o, i] = fold over r of x[o, r, i]` for an `[outer, reduced, inner]` array, on the
+/// widest vectors the CPU has and, for large inputs, on several threads (split by `o`, or
+/// by `i` when there is one `o`). Each output element's fold order is the same however the
+/// work is split.
+fn fold_block<T: Copy + Send + Sync>(
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    (reduced, inner): (usize, usize),
+    f: impl Fn(T, T) -> T + Copy + Send + Sync,
+) {
+    if inner == 0 || out.is_empty() {
+        return;
+    }
+    let outer = out.len() / inner;
+    let threads = if x.len() >= PARALLEL_ELEMENTS {
+        std::thread::available_parallelism().map_or(1, |p| p.get())
+    } else {
+        1
+    };
+    if threads > 1 && outer >= threads {
+        let per = outer.div_ceil(threads);
+        std::thread::scope(|s| {
+            for (xs, os) in x
+                .chunks(per * reduced * inner)
+                .zip(out.chunks_mut(per * inner))
+            {
+                s.spawn(move || {
+                    oxla_simd::vectorized(|| fold_rows(xs, os, init, (reduced, inner), f))
+                });
+            }
+        });
+    } else if threads > 1 && outer == 1 && inner >= 2 * threads {
+        let per = inner.div_ceil(threads);
+        std::thread::scope(|s| {
+            for (t, os) in out.chunks_mut(per).enumerate() {
+                s.spawn(move || {
+                    oxla_simd::vectorized(|| {
+                        fold_columns(x, os, init, t * per, (reduced, inner), f)
+                    })
+                });
+            }
+        });
+    } else {
+        oxla_simd::vectorized(|| fold_rows(x, out, init, (reduced, inner), f));
+    }
+}
+
+/// `out[i - first] = fold over r of x[r, i]` for the columns `first..first + out.len()` of
+/// a `[reduced, inner]` array.
+#[inline(always)]
+fn fold_columns<T: Copy>(
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    first: usize,
+    (reduced, inner): (usize, usize),
+    f: impl Fn(T, T) -> T + Copy,
+) {
+    out.fill(init);
+    for r in 0..reduced {
+        let row = &x[r * inner + first..r * inner + first + out.len()];
+        for (a, &v) in out.iter_mut().zip(row) {
+            *a = f(*a, v);
+        }
+    }
+}
+
+/// [`fold_block`] on one thread.
+#[inline(always)]
+fn fold_rows<T: Copy>(
     x: &[T],
     out: &mut [T],
     init: T,
     (reduced, inner): (usize, usize),
     f: impl Fn(T, T) -> T + Copy,
 ) {
-    if inner == 0 {
-        return;
-    }
     for (o, acc) in out.chunks_exact_mut(inner).enumerate() {
         let block = &x[o * reduced * inner..(o + 1) * reduced * inner];
         if inner == 1 {
@@ -278,7 +348,7 @@ fn fold_block<T: Copy>(
 
 /// The f32/f64 add/max/min/mul reductions over a block of adjacent dimensions, read in
 /// place without moving the reduced dimensions first. `None` for other layouts.
-fn reduce_float_fast<T: FastFloat + Float>(
+fn reduce_float_fast<T: FastFloat + Float + Send + Sync>(
     cx: OpCx<'_>,
     kind: &OpKind,
     input: &Literal,
@@ -334,7 +404,9 @@ fn row(lit: &Literal, index: usize, len: usize, shape: Vec<i64>) -> Literal {
     let esize = lit.ty.element_type.byte_size();
     Literal {
         ty: TensorType::new(shape, lit.ty.element_type),
-        data: lit.data[index * esize..(index + len) * esize].to_vec(),
+        data: lit.data[index * esize..(index + len) * esize]
+            .to_vec()
+            .into(),
     }
 }
 
@@ -403,7 +475,7 @@ pub(crate) fn reduce_general(
         } else {
             Literal {
                 ty: TensorType::new(vec![len as i64], v.ty.element_type),
-                data: v.data.repeat(len),
+                data: v.data.repeat(len).into(),
             }
         }
     };
@@ -421,7 +493,7 @@ pub(crate) fn reduce_general(
         return acc
             .into_iter()
             .zip(out_types)
-            .map(|(a, ty)| Literal::new(ty, a.data))
+            .map(|(a, ty)| Literal::from_shared(ty, a.data))
             .collect();
     }
     let mut data: Vec<Vec<u8>> = vec![Vec::new(); n];

@@ -310,7 +310,7 @@ mod tests {
             vec![0xa9b8bbe87d34a749, 0x2fb324d97ba423d7, 0xbadf79c36cf923fe]
         );
         let (_, bits) = run(RngAlgorithm::Philox, &[1, 2], &[2, 3], ElementType::U8);
-        assert_eq!(bits.data, vec![73, 232, 215, 217, 254, 195]);
+        assert_eq!(*bits.data, vec![73, 232, 215, 217, 254, 195]);
     }
 
     #[test]
@@ -339,7 +339,7 @@ mod tests {
             vec![0x802fd53b0296e954, 0xdf435003ed3492d3, 0xfcc0f26163b40bd3]
         );
         let (_, bits) = run(RngAlgorithm::ThreeFry, &[1, 2], &[2, 3], ElementType::U8);
-        assert_eq!(bits.data, vec![84, 211, 211, 59, 3, 97]);
+        assert_eq!(*bits.data, vec![84, 211, 211, 59, 3, 97]);
     }
 
     #[test]

@@ -224,7 +224,7 @@ pub(crate) fn reshape(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
     if ty.element_type != x.ty.element_type || ty.num_elements() != x.ty.num_elements() {
         return Err(cx.invalid(format!("cannot reshape {} to {ty}", x.ty)));
     }
-    Literal::new(ty.clone(), x.data.clone())
+    Literal::from_shared(ty.clone(), x.data.clone())
 }
 
 /// Evaluates `transpose`.
@@ -377,11 +377,11 @@ pub(crate) fn dynamic_update_slice(
     let up_ext = extents(&update.ty.shape);
     let start = clamped_starts(cx, starts, &ext, &up_ext)?;
     let esize = x.ty.element_type.byte_size();
-    let mut out = x.data.clone();
     let n_up: usize = up_ext.iter().product();
     if n_up == 0 {
-        return Literal::new(x.ty.clone(), out);
+        return Ok(x.clone());
     }
+    let mut out = x.data.to_vec();
     let rank = ext.len();
     let st = strides(&ext);
     let inner = if rank == 0 { 1 } else { up_ext[rank - 1] };

@@ -303,7 +303,7 @@ impl<'m> Interp<'m> {
         let mut out = Vec::with_capacity(n);
         for row in &rows {
             let sorted = take(row, &order, false);
-            let sorted = Literal::new(
+            let sorted = Literal::from_shared(
                 TensorType::new(row.ty.shape.clone(), row.ty.element_type),
                 sorted.data,
             )?;

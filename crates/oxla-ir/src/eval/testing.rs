@@ -154,7 +154,7 @@ impl FuncBuilder {
     pub(crate) fn constant(&mut self, lit: &Literal) -> ValueId {
         let value = Attribute::Elements(ElementsAttr {
             ty: lit.ty.clone(),
-            data: lit.data.clone().into(),
+            data: lit.data.to_vec().into(),
             splat: false,
         });
         self.op(

@@ -71,7 +71,7 @@ mod elementwise {
             vec![],
         )
         .unwrap();
-        assert_eq!(u.data, u32::MAX.to_le_bytes());
+        assert_eq!(*u.data, u32::MAX.to_le_bytes());
     }
 
     #[test]
@@ -106,7 +106,7 @@ mod elementwise {
             vec![],
         )
         .unwrap();
-        assert_eq!(out.data, vec![(-8i8) as u8, 7]);
+        assert_eq!(*out.data, vec![(-8i8) as u8, 7]);
         // Logical shift of 0b1000 by one in 4 bits is 0b0100.
         let out = run_op(
             K::ShiftRightLogical,
@@ -115,9 +115,9 @@ mod elementwise {
             vec![],
         )
         .unwrap();
-        assert_eq!(out.data, vec![4]);
+        assert_eq!(*out.data, vec![4]);
         let out = run_op(K::PopulationCount, &[s4(&[-1, 3])], t(&[2], E::S4), vec![]).unwrap();
-        assert_eq!(out.data, vec![4, 2]);
+        assert_eq!(*out.data, vec![4, 2]);
         let out = run_op(
             K::CountLeadingZeros,
             &[s4(&[-1, 1, 0])],
@@ -125,7 +125,7 @@ mod elementwise {
             vec![],
         )
         .unwrap();
-        assert_eq!(out.data, vec![0, 3, 4]);
+        assert_eq!(*out.data, vec![0, 3, 4]);
     }
 
     #[test]
@@ -189,7 +189,7 @@ mod elementwise {
             vec![],
         )
         .unwrap();
-        assert_eq!(out.data, h(&[2048.0, 2052.0]).data);
+        assert_eq!(*out.data, *h(&[2048.0, 2052.0]).data);
     }
 
     #[test]
@@ -284,7 +284,7 @@ mod elementwise {
         )
         .unwrap();
         // (1 + 2i)(3 - i) = 5 + 5i.
-        assert_eq!(out.data, c(&[5.0, 5.0]).data);
+        assert_eq!(*out.data, *c(&[5.0, 5.0]).data);
         let out = run_op(K::Abs, &[c(&[3.0, 4.0])], t(&[1], E::F32), vec![]).unwrap();
         assert_eq!(to_f32(&out), vec![5.0]);
         let out = run_op(K::Imag, &[c(&[3.0, 4.0])], t(&[1], E::F32), vec![]).unwrap();
@@ -296,7 +296,7 @@ mod elementwise {
             vec![],
         )
         .unwrap();
-        assert_eq!(out.data, c(&[3.0, 4.0]).data);
+        assert_eq!(*out.data, *c(&[3.0, 4.0]).data);
     }
 
     #[test]
@@ -337,7 +337,7 @@ mod conversions {
             vec![],
         )
         .unwrap();
-        assert_eq!(out.data, vec![0x7f, 0x44]);
+        assert_eq!(*out.data, vec![0x7f, 0x44]);
         let out = run_op(K::Convert, &[i32s(&[2], &[3, -1])], t(&[2], E::F64), vec![]).unwrap();
         assert_eq!(to_f64(&out), vec![3.0, -1.0]);
     }
@@ -352,7 +352,7 @@ mod conversions {
             vec![],
         )
         .unwrap();
-        assert_eq!(bytes.data, x.data);
+        assert_eq!(*bytes.data, *x.data);
         let back = run_op(K::BitcastConvert, &[bytes], t(&[2], E::F32), vec![]).unwrap();
         assert_eq!(back, x);
         let same = run_op(
@@ -374,7 +374,7 @@ mod conversions {
             vec![],
         )
         .unwrap();
-        assert_eq!(nibbles.data, vec![0xb, 0xa]);
+        assert_eq!(*nibbles.data, vec![0xb, 0xa]);
         let err = run_op(K::BitcastConvert, &[x], t(&[2], E::S16), vec![]).unwrap_err();
         assert!(matches!(err, IrError::InvalidOp { .. }));
     }
@@ -968,7 +968,7 @@ mod errors {
         assert!(matches!(err, IrError::Eval { .. }));
         let bad = Literal {
             ty: crate::TensorType::new([2], E::F32),
-            data: vec![0; 3],
+            data: vec![0; 3].into(),
         };
         let err = run_function(&m, "main", &[bad]).unwrap_err();
         assert!(matches!(err, IrError::Eval { .. }));

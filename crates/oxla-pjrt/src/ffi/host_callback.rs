@@ -70,7 +70,7 @@ fn run_handler(
         .collect();
     let result_ptrs: Vec<*mut c_void> = results
         .iter_mut()
-        .map(|r| r.data.as_mut_ptr() as *mut c_void)
+        .map(|r| r.data_mut().as_mut_ptr() as *mut c_void)
         .collect();
     let mut error = vec![0u8; ERROR_CAPACITY];
     // SAFETY: every pointer is valid for the call: `arg_ptrs[i]` points to the operand's
