@@ -319,26 +319,23 @@ fn no_fast_path(_: &[f64], _: &mut [f64], _: &OpKind) -> bool {
     false
 }
 
-/// Float maximum as XLA: NaN propagates, `+0 > -0`.
+/// Float maximum as XLA: NaN propagates (the first operand's when both are NaN), `+0 > -0`.
+/// Written with non-short-circuit logic so loops over it compile to vector selects.
+#[inline(always)]
 pub(crate) fn fmax<F: Float>(a: F, b: F) -> F {
-    if a.is_nan() {
-        a
-    } else if b.is_nan() {
-        b
-    } else if a > b || (a == b && !a.is_sign_negative()) {
+    let pick_a = a.is_nan() | (!b.is_nan() & ((a > b) | ((a == b) & !a.is_sign_negative())));
+    if pick_a {
         a
     } else {
         b
     }
 }
 
-/// Float minimum as XLA: NaN propagates, `-0 < +0`.
+/// Float minimum as XLA: NaN propagates (the first operand's when both are NaN), `-0 < +0`.
+#[inline(always)]
 pub(crate) fn fmin<F: Float>(a: F, b: F) -> F {
-    if a.is_nan() {
-        a
-    } else if b.is_nan() {
-        b
-    } else if a < b || (a == b && a.is_sign_negative()) {
+    let pick_a = a.is_nan() | (!b.is_nan() & ((a < b) | ((a == b) & a.is_sign_negative())));
+    if pick_a {
         a
     } else {
         b
