@@ -307,6 +307,10 @@ pub(crate) struct FusedKernel {
     first_op: (String, crate::Location),
     /// How many ops of the block the kernel covers.
     num_ops: usize,
+    /// The distinct input values, in the order `run` takes them.
+    input_values: Vec<ValueId>,
+    /// Per input: its index in `input_values`.
+    input_slot: Vec<usize>,
 }
 
 impl FusedKernel {
@@ -394,7 +398,19 @@ impl FusedKernel {
             num_regs: n_vregs,
             first_op: (first.kind.name().to_string(), first.location.clone()),
             num_ops: ops.len(),
+            input_values: Vec::new(),
+            input_slot: Vec::new(),
         };
+        for input in &kernel.inputs {
+            let slot = match kernel.input_values.iter().position(|&v| v == input.value) {
+                Some(k) => k,
+                None => {
+                    kernel.input_values.push(input.value);
+                    kernel.input_values.len() - 1
+                }
+            };
+            kernel.input_slot.push(slot);
+        }
         kernel.pack_registers();
         Some(kernel)
     }
@@ -467,19 +483,13 @@ impl FusedKernel {
     }
 
     /// The values the kernel reads, in the order [`FusedKernel::run`] takes them.
-    pub(crate) fn input_values(&self) -> Vec<ValueId> {
-        let mut res: Vec<ValueId> = Vec::new();
-        for i in &self.inputs {
-            if !res.contains(&i.value) {
-                res.push(i.value);
-            }
-        }
-        res
+    pub(crate) fn input_values(&self) -> &[ValueId] {
+        &self.input_values
     }
 
     /// The values the kernel writes, in the order [`FusedKernel::run`] returns them.
-    pub(crate) fn output_values(&self) -> Vec<ValueId> {
-        self.outputs.iter().map(|&(v, _, _)| v).collect()
+    pub(crate) fn output_values(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.outputs.iter().map(|&(v, _, _)| v)
     }
 
     fn error(&self, detail: String) -> IrError {
@@ -492,17 +502,15 @@ impl FusedKernel {
 
     /// Runs the group on `args` (the values of [`FusedKernel::input_values`]).
     pub(crate) fn run(&self, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
-        let values = self.input_values();
-        if args.len() != values.len() {
+        if args.len() != self.input_values.len() {
             return Err(self.error(format!(
                 "expects {} inputs, got {}",
-                values.len(),
+                self.input_values.len(),
                 args.len()
             )));
         }
         let mut sources = Vec::with_capacity(self.inputs.len());
-        for input in &self.inputs {
-            let k = values.iter().position(|&v| v == input.value).unwrap_or(0);
+        for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
             let lit = args[k];
             if lit.ty != input.ty || Some(lit.data.len()) != lit.ty.byte_size() {
                 return Err(self.error(format!(

@@ -259,6 +259,9 @@ struct Interp<'m> {
     depth: usize,
     /// Execution plans of the blocks run so far, by block address.
     plans: HashMap<usize, Rc<BlockPlan>>,
+    /// Values of the `constant` ops run so far, by op address: a loop body's constants are
+    /// built once, then shared.
+    constants: HashMap<usize, Literal>,
     collectives: &'m dyn Collectives,
     /// Collective ops executed so far (see [`Exchange::sequence`]).
     collective_sequence: u64,
@@ -281,6 +284,7 @@ impl<'m> Interp<'m> {
             module,
             depth: 0,
             plans: HashMap::new(),
+            constants: HashMap::new(),
             collectives,
             collective_sequence: 0,
             options,
@@ -460,6 +464,18 @@ impl<'m> Interp<'m> {
                 .map(|&id| operand(frame, cx, id).cloned())
                 .collect::<Result<_, _>>()?,
             K::CreateToken | K::AfterAll => vec![Value::Token],
+            K::Constant => {
+                let key = op as *const Op as usize;
+                let lit = match self.constants.get(&key) {
+                    Some(lit) => lit.clone(),
+                    None => {
+                        let lit = shape::constant(cx)?;
+                        self.constants.insert(key, lit.clone());
+                        lit
+                    }
+                };
+                vec![Value::Tensor(lit)]
+            }
             _ => {
                 let args = op
                     .operands
@@ -490,7 +506,7 @@ impl<'m> Interp<'m> {
 fn exec_fused(frame: &mut Frame<'_>, kernel: &fused::FusedKernel) -> Result<(), IrError> {
     let inputs = kernel.input_values();
     let mut args = Vec::with_capacity(inputs.len());
-    for id in inputs {
+    for &id in inputs {
         match frame.env.get(id.index()).and_then(|v| v.as_ref()) {
             Some(Value::Tensor(lit)) => args.push(lit),
             _ => {
@@ -501,7 +517,7 @@ fn exec_fused(frame: &mut Frame<'_>, kernel: &fused::FusedKernel) -> Result<(), 
         }
     }
     let results = kernel.run(&args)?;
-    for (id, lit) in kernel.output_values().into_iter().zip(results) {
+    for (id, lit) in kernel.output_values().zip(results) {
         set_value(frame, id, Value::Tensor(lit))?;
     }
     Ok(())

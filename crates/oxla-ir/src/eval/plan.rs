@@ -10,7 +10,7 @@ pub(crate) enum Step {
     /// The op at this index of the block.
     Op(usize),
     /// A fused group of elementwise ops.
-    Fused(FusedKernel),
+    Fused(Box<FusedKernel>),
 }
 
 /// How a block runs.
@@ -41,7 +41,7 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPla
             None => steps.push(Step::Op(i)),
             Some(_) => {
                 if let Some(kernel) = runs_at.get(&i).and_then(|&k| kernels[k].take()) {
-                    steps.push(Step::Fused(kernel));
+                    steps.push(Step::Fused(Box::new(kernel)));
                 }
             }
         }
@@ -60,8 +60,8 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPla
                 defs.push(op.results.clone());
             }
             Step::Fused(k) => {
-                uses.push(k.input_values());
-                defs.push(k.output_values());
+                uses.push(k.input_values().to_vec());
+                defs.push(k.output_values().collect());
             }
         }
     }
