@@ -8,7 +8,11 @@
 //! wider versions only process more elements per instruction.
 //!
 //! This crate holds the only `unsafe` the dispatch needs: calling a function compiled for
-//! CPU features is sound once those features were detected at run time.
+//! CPU features is sound once those features were detected at run time. It also wraps the
+//! `gemm` crate's pointer-based matrix product in a bounds-checked slice API ([`matmul`]).
+
+mod matmul;
+pub use matmul::{matmul, GemmScalar, Strided};
 
 /// Which instruction-set level this CPU offers, detected once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -306,7 +306,7 @@ fn run<T: Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec<T> {
 /// (kernel tap, input feature) pairs, multiplied by the kernel laid out the same way.
 /// `None` when a product's views do not fit (the caller then takes the direct loop).
 fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
-    let mut out = vec![T::zero(); p.n_out];
+    let mut out = vec![T::ZERO; p.n_out];
     // Every kernel tap some output position uses, by its kernel offset.
     let mut taps: Vec<usize> = p
         .taps
@@ -328,9 +328,9 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
     }
     // Bound the window matrix to about 16 MiB of f32.
     let block = ((1usize << 22) / kdim.max(1)).clamp(1, n_pos);
-    let mut w = vec![T::zero(); kdim * per_group];
-    let mut a = vec![T::zero(); block * kdim];
-    let mut c = vec![T::zero(); block * per_group];
+    let mut w = vec![T::ZERO; kdim * per_group];
+    let mut a = vec![T::ZERO; block * kdim];
+    let mut c = vec![T::ZERO; block * per_group];
     for g in 0..groups {
         for (t, &r) in taps.iter().enumerate() {
             for i in 0..kin {
@@ -352,7 +352,7 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
             for start in (0..n_pos).step_by(block) {
                 let rows = block.min(n_pos - start);
                 let a = &mut a[..rows * kdim];
-                a.fill(T::zero());
+                a.fill(T::ZERO);
                 for (arow, (_, pairs)) in a.chunks_exact_mut(kdim).zip(&p.taps[start..]) {
                     for &(l, r) in pairs {
                         let t = taps.binary_search(&r).ok()?;

@@ -263,7 +263,7 @@ fn float_product<T: ArrayFloat>(
     b: FloatOperand<'_, T>,
     ty: TensorType,
 ) -> Result<Option<Literal>, IrError> {
-    let mut out = vec![T::zero(); s.batch * s.m * s.n];
+    let mut out = vec![T::ZERO; s.batch * s.m * s.n];
     if s.m * s.n > 0 {
         for (i, chunk) in out.chunks_exact_mut(s.m * s.n).enumerate() {
             let sa = Strided {

@@ -1,26 +1,17 @@
-//! Dense f32/f64 matrix products through `ndarray`'s blocked SIMD kernels (the
-//! `matrixmultiply` crate, threaded for large products), on strided views so that
-//! transposed or otherwise strided operands need no copy.
+//! Dense f32/f64 matrix products on strided views, so that transposed or otherwise strided
+//! operands need no copy: the `gemm` crate's AVX2/AVX-512 kernels (through `oxla-simd`'s
+//! bounds-checked wrapper), threaded for large products.
 //!
 //! Like XLA CPU, products accumulate in the element type (f32 sums for f32), in the
 //! kernel's blocked order rather than strictly left to right.
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar, ShapeBuilder};
-
-/// A strided matrix inside a slice: element `(i, j)` is at `offset + i * row + j * col`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Strided {
-    pub offset: usize,
-    pub row: usize,
-    pub col: usize,
-}
+pub(crate) use oxla_simd::Strided;
 
 /// `out = a * b` for an `m x k` matrix `a` and a `k x n` matrix `b`, with `out` an
 /// `m x n` row-major slice. Returns `false` (leaving `out` unspecified) when a view does
 /// not fit its slice, so the caller can fall back to its own loop.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn matmul_into<T: LinalgScalar>(
+pub(crate) fn matmul_into<T: oxla_simd::GemmScalar>(
     m: usize,
     k: usize,
     n: usize,
@@ -30,30 +21,7 @@ pub(crate) fn matmul_into<T: LinalgScalar>(
     sb: Strided,
     out: &mut [T],
 ) -> bool {
-    if out.len() != m * n {
-        return false;
-    }
-    if m == 0 || n == 0 {
-        return true;
-    }
-    if k == 0 {
-        out.fill(T::zero());
-        return true;
-    }
-    let (Some(a), Some(b)) = (a.get(sa.offset..), b.get(sb.offset..)) else {
-        return false;
-    };
-    let Ok(av) = ArrayView2::from_shape((m, k).strides((sa.row, sa.col)), a) else {
-        return false;
-    };
-    let Ok(bv) = ArrayView2::from_shape((k, n).strides((sb.row, sb.col)), b) else {
-        return false;
-    };
-    let Ok(mut cv) = ArrayViewMut2::from_shape((m, n), out) else {
-        return false;
-    };
-    general_mat_mul(T::one(), &av, &bv, T::zero(), &mut cv);
-    true
+    oxla_simd::matmul(m, k, n, a, sa, b, sb, out)
 }
 
 /// The stride of a group of dimensions visited in the order `dims` inside a row-major

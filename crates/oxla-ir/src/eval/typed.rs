@@ -84,7 +84,7 @@ pub(crate) fn build<T: FastFloat>(
 }
 
 /// Conversions between `T` vectors and the evaluator's [`Array`](super::element::Array).
-pub(crate) trait ArrayFloat: FastFloat + ndarray::LinalgScalar {
+pub(crate) trait ArrayFloat: FastFloat + oxla_simd::GemmScalar {
     fn from_array(a: super::element::Array) -> Option<Vec<Self>>;
     fn into_array(v: Vec<Self>) -> super::element::Array;
 }
