@@ -326,6 +326,11 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
     if n_pos == 0 || per_group == 0 || kdim == 0 {
         return Some(out);
     }
+    // The column block of each kernel tap, by its kernel offset.
+    let mut tap_of = vec![usize::MAX; taps.last().map_or(0, |&r| r + 1)];
+    for (t, &r) in taps.iter().enumerate() {
+        tap_of[r] = t;
+    }
     // Bound the window matrix to about 16 MiB of f32.
     let block = ((1usize << 22) / kdim.max(1)).clamp(1, n_pos);
     let mut w = vec![T::ZERO; kdim * per_group];
@@ -342,44 +347,62 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
             }
         }
         let c0 = if p.feature_groups > 1 { g * kin } else { 0 };
-        for nb in 0..p.out_batch {
+        // Rows of the window matrix are (batch element, output position) pairs, so one
+        // product covers many batch elements.
+        let total = p.out_batch * n_pos;
+        let batch_of = |q: usize| {
+            let nb = q / n_pos;
             let n = if p.batch_groups > 1 {
                 g * batch_per_group + nb
             } else {
                 nb
             };
-            let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
-            for start in (0..n_pos).step_by(block) {
-                let rows = block.min(n_pos - start);
-                let a = &mut a[..rows * kdim];
-                a.fill(T::ZERO);
-                for (arow, (_, pairs)) in a.chunks_exact_mut(kdim).zip(&p.taps[start..]) {
-                    for &(l, r) in pairs {
-                        let t = taps.binary_search(&r).ok()?;
-                        let dst = &mut arow[t * kin..(t + 1) * kin];
+            (nb, n, q % n_pos)
+        };
+        for start in (0..total).step_by(block) {
+            let rows = block.min(total - start);
+            let a = &mut a[..rows * kdim];
+            a.fill(T::ZERO);
+            for (k, arow) in a.chunks_exact_mut(kdim).enumerate() {
+                let (_, n, pos) = batch_of(start + k);
+                let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
+                for &(l, r) in &p.taps.get(pos)?.1 {
+                    let t = *tap_of.get(r)?;
+                    let dst = arow.get_mut(t * kin..(t + 1) * kin)?;
+                    if p.lhs_feature_stride == 1 {
+                        // Features innermost (NHWC): one contiguous copy per tap.
+                        dst.copy_from_slice(lhs.get(lhs_base + l..lhs_base + l + kin)?);
+                    } else {
                         for (i, d) in dst.iter_mut().enumerate() {
                             *d = lhs[lhs_base + i * p.lhs_feature_stride + l];
                         }
                     }
                 }
-                let c = &mut c[..rows * per_group];
-                let sa = Strided {
-                    offset: 0,
-                    row: kdim,
-                    col: 1,
-                };
-                let sw = Strided {
-                    offset: 0,
-                    row: per_group,
-                    col: 1,
-                };
-                if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
-                    return None;
-                }
-                for (crow, (out_off, _)) in c.chunks_exact(per_group).zip(&p.taps[start..]) {
-                    let base = nb * p.out_batch_stride + out_off;
+            }
+            let c = &mut c[..rows * per_group];
+            let sa = Strided {
+                offset: 0,
+                row: kdim,
+                col: 1,
+            };
+            let sw = Strided {
+                offset: 0,
+                row: per_group,
+                col: 1,
+            };
+            if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
+                return None;
+            }
+            for (k, crow) in c.chunks_exact(per_group).enumerate() {
+                let (nb, _, pos) = batch_of(start + k);
+                let base = nb * p.out_batch_stride
+                    + p.taps.get(pos)?.0
+                    + g * per_group * p.out_feature_stride;
+                if p.out_feature_stride == 1 {
+                    out.get_mut(base..base + per_group)?.copy_from_slice(crow);
+                } else {
                     for (oo, &v) in crow.iter().enumerate() {
-                        out[base + (g * per_group + oo) * p.out_feature_stride] = v;
+                        out[base + oo * p.out_feature_stride] = v;
                     }
                 }
             }
