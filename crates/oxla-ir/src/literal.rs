@@ -19,18 +19,7 @@ pub struct Literal {
 impl Literal {
     /// A literal over `data`, checking that the length matches the type.
     pub fn new(ty: TensorType, data: Vec<u8>) -> Result<Literal, IrError> {
-        let expected = ty.byte_size().ok_or_else(|| IrError::InvalidType {
-            detail: format!("{ty} has no static size"),
-        })?;
-        if data.len() != expected {
-            return Err(IrError::InvalidType {
-                detail: format!("{ty} needs {expected} bytes, got {}", data.len()),
-            });
-        }
-        Ok(Literal {
-            ty,
-            data: Arc::new(data),
-        })
+        Literal::from_shared(ty, Arc::new(data))
     }
 
     /// A literal over shared bytes, checking that the length matches the type.
