@@ -528,12 +528,11 @@ impl FusedKernel {
         let mut outs: Vec<Vec<u8>> = self
             .outputs
             .iter()
-            .map(|&(_, _, et)| vec![0u8; n * et.byte_size()])
+            // `run_range` writes every element.
+            .map(|&(_, _, et)| super::pool::take_for_overwrite(n * et.byte_size()))
             .collect();
         let threads = if n >= PARALLEL_ELEMENTS {
-            std::thread::available_parallelism()
-                .map_or(1, |p| p.get())
-                .min(n.div_ceil(PARALLEL_ELEMENTS / 4))
+            rayon::current_num_threads().min(n.div_ceil(PARALLEL_ELEMENTS / 4))
         } else {
             1
         };
@@ -550,14 +549,14 @@ impl FusedKernel {
                 }
             }
             let sources = &sources;
-            std::thread::scope(|s| {
+            rayon::scope(|s| {
                 for (t, mut part) in parts.into_iter().enumerate() {
                     let start = t * per;
                     if start >= n {
                         break;
                     }
                     let end = (start + per).min(n);
-                    s.spawn(move || self.run_range(sources, start, end, &mut part));
+                    s.spawn(move |_| self.run_range(sources, start, end, &mut part));
                 }
             });
         }
@@ -575,26 +574,41 @@ impl FusedKernel {
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
         let width = TILE.min(end - start);
         let mut regs: Vec<Vec<f32>> = vec![vec![0.0; width]; self.num_regs];
+        // Per register, the input slice it currently stands for, when the input is read in
+        // place (f32, not broadcast) instead of being copied into the register.
+        let mut views: Vec<Option<&[f32]>> = vec![None; self.num_regs];
+        let row_major = strides(&self.shape);
         let mut pos = start;
         while pos < end {
             let len = width.min(end - pos);
             for (input, src) in self.inputs.iter().zip(sources) {
-                load(
-                    src,
-                    &self.shape,
-                    &input.strides,
-                    pos,
-                    &mut regs[input.reg][..len],
-                );
+                match src {
+                    Source::F32(v) if input.strides == row_major => {
+                        views[input.reg] = Some(&v[pos..pos + len]);
+                    }
+                    _ => {
+                        views[input.reg] = None;
+                        load(
+                            src,
+                            &self.shape,
+                            &input.strides,
+                            pos,
+                            &mut regs[input.reg][..len],
+                        );
+                    }
+                }
             }
             for (inst, dst) in &self.insts {
                 let mut out = std::mem::take(&mut regs[*dst]);
-                inst.exec(&regs, &mut out[..len]);
+                let read = |r: usize| views[r].unwrap_or(&regs[r][..len]);
+                inst.exec(&read, &mut out[..len]);
                 regs[*dst] = out;
+                views[*dst] = None;
             }
             for (k, &(_, r, et)) in self.outputs.iter().enumerate() {
                 let off = pos - start;
-                store(&regs[r][..len], et, &mut outs[k][off * et.byte_size()..]);
+                let vals = views[r].unwrap_or(&regs[r][..len]);
+                store(vals, et, &mut outs[k][off * et.byte_size()..]);
             }
             pos += len;
         }
@@ -631,11 +645,10 @@ impl Inst {
         }
     }
 
-    /// Computes one tile into `out` (`out.len()` elements) from `regs`.
-    fn exec(&self, regs: &[Vec<f32>], out: &mut [f32]) {
+    /// Computes one tile into `out` from the registers `r` reads (tiles of `out.len()`
+    /// elements).
+    fn exec<'r>(&self, r: &dyn Fn(usize) -> &'r [f32], out: &mut [f32]) {
         use OpKind as K;
-        let len = out.len();
-        let r = |i: usize| &regs[i][..len];
         let mask = |b: bool| if b { 1.0 } else { 0.0 };
         match self {
             Inst::Unary(kind, a) => {

@@ -33,6 +33,7 @@ mod gather_scatter;
 mod lapack;
 mod linalg;
 mod plan;
+mod pool;
 mod rng;
 mod sort;
 #[cfg(test)]
@@ -386,8 +387,10 @@ impl<'m> Interp<'m> {
                 Step::Fused(kernel) => exec_fused(frame, kernel)?,
             }
             for v in &plan.frees[i] {
-                if let Some(slot) = frame.env.get_mut(v.index()) {
-                    *slot = None;
+                if let Some(Some(Value::Tensor(lit))) =
+                    frame.env.get_mut(v.index()).map(Option::take)
+                {
+                    recycle(lit);
                 }
             }
         }
@@ -521,6 +524,13 @@ fn exec_fused(frame: &mut Frame<'_>, kernel: &fused::FusedKernel) -> Result<(), 
         set_value(frame, id, Value::Tensor(lit))?;
     }
     Ok(())
+}
+
+/// Gives the bytes of a dead value to the buffer cache, unless something else shares them.
+fn recycle(lit: Literal) {
+    if let Ok(bytes) = std::sync::Arc::try_unwrap(lit.data) {
+        pool::give(bytes);
+    }
 }
 
 fn set_value(frame: &mut Frame<'_>, id: ValueId, value: Value) -> Result<(), IrError> {

@@ -270,27 +270,27 @@ fn fold_block<T: Copy + Send + Sync>(
     }
     let outer = out.len() / inner;
     let threads = if x.len() >= PARALLEL_ELEMENTS {
-        std::thread::available_parallelism().map_or(1, |p| p.get())
+        rayon::current_num_threads()
     } else {
         1
     };
     if threads > 1 && outer >= threads {
         let per = outer.div_ceil(threads);
-        std::thread::scope(|s| {
+        rayon::scope(|s| {
             for (xs, os) in x
                 .chunks(per * reduced * inner)
                 .zip(out.chunks_mut(per * inner))
             {
-                s.spawn(move || {
+                s.spawn(move |_| {
                     oxla_simd::vectorized(|| fold_rows(xs, os, init, (reduced, inner), f))
                 });
             }
         });
     } else if threads > 1 && outer == 1 && inner >= 2 * threads {
         let per = inner.div_ceil(threads);
-        std::thread::scope(|s| {
+        rayon::scope(|s| {
             for (t, os) in out.chunks_mut(per).enumerate() {
-                s.spawn(move || {
+                s.spawn(move |_| {
                     oxla_simd::vectorized(|| {
                         fold_columns(x, os, init, t * per, (reduced, inner), f)
                     })
@@ -346,6 +346,63 @@ fn fold_rows<T: Copy>(
     }
 }
 
+/// `max(a, b)` that picks `b` when it is larger or NaN: the same value as [`fmax`] except
+/// for the sign of a zero and which NaN payload survives, in fewer vector operations.
+#[inline(always)]
+fn fast_max<F: Float>(a: F, b: F) -> F {
+    if (b > a) | b.is_nan() {
+        b
+    } else {
+        a
+    }
+}
+
+/// The [`fast_max`] counterpart of [`fmin`].
+#[inline(always)]
+fn fast_min<F: Float>(a: F, b: F) -> F {
+    if (b < a) | b.is_nan() {
+        b
+    } else {
+        a
+    }
+}
+
+/// A max/min [`fold_block`] with the cheap `fast` fold, then the zero outputs (whose sign
+/// `fast` may get wrong) folded again with `exact` in the order [`fold_block`] uses. Every
+/// output therefore has the value of the `exact` fold, signed zeros included; a NaN output
+/// is NaN in both, with an unspecified payload (the compiler may lower either select to a
+/// vector max instruction, which keeps a different NaN).
+fn fold_extremum<T: Float + Send + Sync>(
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    (reduced, inner): (usize, usize),
+    fast: impl Fn(T, T) -> T + Copy + Send + Sync,
+    exact: impl Fn(T, T) -> T + Copy,
+) {
+    fold_block(x, out, init, (reduced, inner), fast);
+    if inner == 0 {
+        return;
+    }
+    let zero = T::from_f64(0.0);
+    for (k, o) in out.iter_mut().enumerate() {
+        if *o != zero {
+            continue;
+        }
+        let (outer, i) = (k / inner, k % inner);
+        let block = &x[outer * reduced * inner..(outer + 1) * reduced * inner];
+        *o = if inner == 1 {
+            fold_row(block, init, exact)
+        } else {
+            block
+                .iter()
+                .skip(i)
+                .step_by(inner)
+                .fold(init, |a, &v| exact(a, v))
+        };
+    }
+}
+
 /// The f32/f64 add/max/min/mul reductions over a block of adjacent dimensions, read in
 /// place without moving the reduced dimensions first. `None` for other layouts.
 fn reduce_float_fast<T: FastFloat + Float + Send + Sync>(
@@ -379,8 +436,8 @@ fn reduce_float_fast<T: FastFloat + Float + Send + Sync>(
     let shape = (reduced, inner);
     typed::build::<T>(out_ty.clone(), outer * inner, |out| match kind {
         K::Add => fold_block(&x, out, init, shape, |a, b| a + b),
-        K::Maximum => fold_block(&x, out, init, shape, fmax),
-        K::Minimum => fold_block(&x, out, init, shape, fmin),
+        K::Maximum => fold_extremum(&x, out, init, shape, fast_max, fmax),
+        K::Minimum => fold_extremum(&x, out, init, shape, fast_min, fmin),
         _ => {
             // Products keep the strictly sequential order.
             if inner == 0 {
@@ -520,4 +577,71 @@ pub(crate) fn reduce_general(
         .zip(out_types)
         .map(|(d, ty)| Literal::new(ty, d))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values full of the cases where a cheap max/min may differ from the exact one: signed
+    /// zeros and NaNs, next to ordinary numbers.
+    fn tricky(n: usize, seed: u32) -> Vec<f32> {
+        let mut state = seed | 1;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                match state % 16 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    2 => f32::from_bits(0x7fc0_0001),
+                    3 => f32::from_bits(0xffc0_0002),
+                    _ => (state >> 8) as f32 / (1u32 << 20) as f32 - 8.0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fast_extremum_folds_match_the_exact_fold() {
+        // Rows and columns, small and large enough for threads; NaN-free rows too, and
+        // rows of zeros only, where the sign of the result depends on the order.
+        for &(outer, reduced, inner) in &[
+            (3, 17, 1),
+            (5, 40, 3),
+            (1, 7, 600),
+            (700, 512, 1),
+            (2, 300, 500),
+        ] {
+            for seed in 1..4u32 {
+                let mut x = tricky(outer * reduced * inner, seed);
+                if seed == 2 {
+                    x.retain(|v| !v.is_nan());
+                    x.resize(outer * reduced * inner, -0.0);
+                }
+                if seed == 3 {
+                    x.iter_mut()
+                        .for_each(|v| *v = if v.is_sign_negative() { -0.0 } else { 0.0 });
+                }
+                for init in [f32::NEG_INFINITY, f32::INFINITY, -0.0, f32::NAN] {
+                    let shape = (reduced, inner);
+                    let mut want = vec![0.0f32; outer * inner];
+                    let mut got = want.clone();
+                    fold_block(&x, &mut want, init, shape, fmax);
+                    fold_extremum(&x, &mut got, init, shape, fast_max, fmax);
+                    // Bits, with every NaN as one canonical NaN.
+                    let bits = |v: &[f32]| {
+                        v.iter()
+                            .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(bits(&got), bits(&want), "max {outer}x{reduced}x{inner}");
+                    fold_block(&x, &mut want, init, shape, fmin);
+                    fold_extremum(&x, &mut got, init, shape, fast_min, fmin);
+                    assert_eq!(bits(&got), bits(&want), "min {outer}x{reduced}x{inner}");
+                }
+            }
+        }
+    }
 }

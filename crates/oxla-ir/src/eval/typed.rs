@@ -71,7 +71,7 @@ pub(crate) fn build<T: FastFloat>(
     fill: impl FnOnce(&mut [T]),
 ) -> Result<Literal, IrError> {
     let size = std::mem::size_of::<T>();
-    let mut data = vec![0u8; n * size];
+    let mut data = super::pool::take_zeroed(n * size);
     if cfg!(target_endian = "little") {
         if let Ok(out) = bytemuck::try_cast_slice_mut::<u8, T>(&mut data) {
             fill(out);
