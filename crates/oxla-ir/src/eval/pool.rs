@@ -6,8 +6,12 @@
 //! frees (when nothing else shares them) to this cache, and kernels take their output
 //! buffers from it. The cache belongs to the thread (an execution runs on one worker
 //! thread), so it needs no lock and carries over to the next execution on that thread.
-//! It holds at most [`MAX_BUFFERS`] buffers and [`MAX_BYTES`] in all, dropping the oldest
-//! beyond that; buffers under [`MIN_BYTES`] are left to the allocator.
+//!
+//! Cached memory stays resident, so the cache keeps only what is likely to be asked for
+//! again: buffers of a length some kernel recently asked for (the last [`MAX_WANTED`]
+//! lengths), at most [`MAX_PER_LENGTH`] of each length, at most [`MAX_BUFFERS`] buffers and
+//! [`MAX_BYTES`] in all (the oldest go first). Buffers under [`MIN_BYTES`] are left to the
+//! allocator.
 
 use std::cell::RefCell;
 
@@ -17,12 +21,18 @@ const MIN_BYTES: usize = 64 << 10;
 const MAX_BYTES: usize = 256 << 20;
 /// The most buffers one thread's cache keeps.
 const MAX_BUFFERS: usize = 32;
+/// The most buffers of one length the cache keeps.
+const MAX_PER_LENGTH: usize = 4;
+/// How many recently asked-for lengths the cache remembers.
+const MAX_WANTED: usize = 64;
 
 #[derive(Default)]
 struct Cache {
     /// Oldest first.
     buffers: Vec<Vec<u8>>,
     bytes: usize,
+    /// Lengths kernels asked for, least recent first.
+    wanted: Vec<usize>,
 }
 
 thread_local! {
@@ -38,6 +48,10 @@ pub(crate) fn give(buffer: Vec<u8>) {
     // A thread being torn down has no cache; the buffer is then simply freed.
     let _ = CACHE.try_with(|cache| {
         let mut cache = cache.borrow_mut();
+        let same_length = cache.buffers.iter().filter(|b| b.len() == len).count();
+        if !cache.wanted.contains(&len) || same_length >= MAX_PER_LENGTH {
+            return;
+        }
         while cache.buffers.len() >= MAX_BUFFERS || cache.bytes + len > MAX_BYTES {
             let oldest = cache.buffers.remove(0);
             cache.bytes -= oldest.len();
@@ -55,6 +69,11 @@ fn take(len: usize) -> Option<Vec<u8>> {
     CACHE
         .try_with(|cache| {
             let mut cache = cache.borrow_mut();
+            cache.wanted.retain(|&w| w != len);
+            if cache.wanted.len() >= MAX_WANTED {
+                cache.wanted.remove(0);
+            }
+            cache.wanted.push(len);
             let i = cache.buffers.iter().rposition(|b| b.len() == len)?;
             let buffer = cache.buffers.remove(i);
             cache.bytes -= len;
@@ -88,6 +107,10 @@ mod tests {
     #[test]
     fn reuses_given_buffers_and_zeroes_on_request() {
         let len = MIN_BYTES + 8;
+        // A length nobody asked for is not kept.
+        give(vec![7u8; len]);
+        CACHE.with(|cache| assert!(cache.borrow().buffers.is_empty()));
+        let _first = take_for_overwrite(len);
         let mut buffer = vec![7u8; len];
         buffer[0] = 1;
         let ptr = buffer.as_ptr();
@@ -109,15 +132,30 @@ mod tests {
 
     #[test]
     fn stays_within_its_bounds() {
-        for _ in 0..MAX_BUFFERS + 5 {
-            give(vec![0u8; MIN_BYTES]);
+        let lengths: Vec<usize> = (0..MAX_WANTED + 1).map(|k| MIN_BYTES + k).collect();
+        for &len in &lengths {
+            take_for_overwrite(len);
+        }
+        for _ in 0..MAX_PER_LENGTH + 2 {
+            give(vec![0u8; MIN_BYTES + 1]);
+        }
+        CACHE.with(|cache| assert_eq!(cache.borrow().buffers.len(), MAX_PER_LENGTH));
+        // The first length asked for has been forgotten.
+        give(vec![0u8; MIN_BYTES]);
+        CACHE.with(|cache| assert_eq!(cache.borrow().buffers.len(), MAX_PER_LENGTH));
+        for &len in &lengths[2..] {
+            give(vec![0u8; len]);
         }
         give(vec![0u8; MIN_BYTES - 1]);
         CACHE.with(|cache| {
             let cache = cache.borrow();
             assert_eq!(cache.buffers.len(), MAX_BUFFERS);
-            assert_eq!(cache.bytes, MAX_BUFFERS * MIN_BYTES);
+            assert_eq!(
+                cache.bytes,
+                cache.buffers.iter().map(Vec::len).sum::<usize>()
+            );
         });
+        take_zeroed(MAX_BYTES);
         give(vec![0u8; MAX_BYTES]);
         CACHE.with(|cache| {
             let cache = cache.borrow();
