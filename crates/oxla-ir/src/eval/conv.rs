@@ -12,7 +12,7 @@ use super::convert::convert_array;
 use super::element::{decode, encode, Array};
 use super::elementwise::{ComplexOps, Int};
 use super::gemm::{matmul_into, Strided};
-use super::typed::ArrayFloat;
+use super::typed::{self, ArrayFloat};
 use crate::{IrError, Literal, TensorType};
 use num_complex::Complex;
 
@@ -226,11 +226,18 @@ fn plan(
                     + k[d] as i128 * i128::from(rhs_dil[d])
                     - i128::from(padding[2 * d]);
                 let dil = i128::from(lhs_dil[d]);
-                if pos < 0 || pos % dil != 0 || pos / dil >= le[isp[d]] as i128 {
+                // The input index, when the position falls on an input element (without
+                // lhs dilation, the 128-bit division is skipped: it dominated planning).
+                let at = match dil {
+                    1 => pos,
+                    _ if pos % dil == 0 => pos / dil,
+                    _ => -1,
+                };
+                if at < 0 || at >= le[isp[d]] as i128 {
                     lhs_off = None;
                     break;
                 }
-                lhs_off = lhs_off.map(|o| o + (pos / dil) as usize * ls[isp[d]]);
+                lhs_off = lhs_off.map(|o| o + at as usize * ls[isp[d]]);
                 let kk = if reversal[d] {
                     k_sp[d] - 1 - k[d]
                 } else {
@@ -305,8 +312,8 @@ fn run<T: Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec<T> {
 /// of output positions, the input windows become the rows of a matrix whose columns are
 /// (kernel tap, input feature) pairs, multiplied by the kernel laid out the same way.
 /// `None` when a product's views do not fit (the caller then takes the direct loop).
-fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
-    let mut out = vec![T::ZERO; p.n_out];
+/// `out` (`p.n_out` elements) must be zeroed.
+fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Option<()> {
     // Every kernel tap some output position uses, by its kernel offset.
     let mut taps: Vec<usize> = p
         .taps
@@ -324,18 +331,26 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
     // No output position, no output feature, or no tap or input feature to sum over:
     // every output is the empty sum.
     if n_pos == 0 || per_group == 0 || kdim == 0 {
-        return Some(out);
+        return Some(());
     }
     // The column block of each kernel tap, by its kernel offset.
     let mut tap_of = vec![usize::MAX; taps.last().map_or(0, |&r| r + 1)];
     for (t, &r) in taps.iter().enumerate() {
         tap_of[r] = t;
     }
-    // Bound the window matrix to about 16 MiB of f32.
-    let block = ((1usize << 22) / kdim.max(1)).clamp(1, n_pos);
+    // Rows of the window matrix are (batch element, output position) pairs, so one
+    // product covers many batch elements; the matrix is bounded to 2^20 elements.
+    let total = p.out_batch * n_pos;
+    let block = ((1usize << 20) / kdim.max(1)).clamp(1, total.max(1));
+    // With one group and the output's features innermost after its positions in order
+    // (NHWC), the product's rows are consecutive runs of the output: it writes there.
+    let direct = groups == 1
+        && p.out_feature_stride == 1
+        && p.out_batch_stride == n_pos * per_group
+        && p.taps.iter().enumerate().all(|(q, t)| t.0 == q * per_group);
     let mut w = vec![T::ZERO; kdim * per_group];
     let mut a = vec![T::ZERO; block * kdim];
-    let mut c = vec![T::ZERO; block * per_group];
+    let mut c = vec![T::ZERO; if direct { 0 } else { block * per_group }];
     for g in 0..groups {
         for (t, &r) in taps.iter().enumerate() {
             for i in 0..kin {
@@ -347,9 +362,6 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
             }
         }
         let c0 = if p.feature_groups > 1 { g * kin } else { 0 };
-        // Rows of the window matrix are (batch element, output position) pairs, so one
-        // product covers many batch elements.
-        let total = p.out_batch * n_pos;
         let batch_of = |q: usize| {
             let nb = q / n_pos;
             let n = if p.batch_groups > 1 {
@@ -362,9 +374,12 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
         for start in (0..total).step_by(block) {
             let rows = block.min(total - start);
             let a = &mut a[..rows * kdim];
-            a.fill(T::ZERO);
             for (k, arow) in a.chunks_exact_mut(kdim).enumerate() {
                 let (_, n, pos) = batch_of(start + k);
+                // Taps falling into the padding stay zero; a full row is overwritten.
+                if p.taps.get(pos)?.1.len() != taps.len() {
+                    arow.fill(T::ZERO);
+                }
                 let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
                 for &(l, r) in &p.taps.get(pos)?.1 {
                     let t = *tap_of.get(r)?;
@@ -379,7 +394,6 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
                     }
                 }
             }
-            let c = &mut c[..rows * per_group];
             let sa = Strided {
                 offset: 0,
                 row: kdim,
@@ -390,6 +404,14 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
                 row: per_group,
                 col: 1,
             };
+            if direct {
+                let c = out.get_mut(start * per_group..(start + rows) * per_group)?;
+                if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
+                    return None;
+                }
+                continue;
+            }
+            let c = &mut c[..rows * per_group];
             if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
                 return None;
             }
@@ -408,7 +430,26 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T]) -> Option<Vec<T>> {
             }
         }
     }
-    Some(out)
+    Some(())
+}
+
+/// The convolution on `T` (f32 or f64) operands of the result's element type, read in
+/// place; `None` when they are not, or when [`run_float`] declines.
+fn convolution_float<T: ArrayFloat>(
+    p: &Plan,
+    lhs: &Literal,
+    rhs: &Literal,
+    out_ty: &TensorType,
+) -> Option<Result<Literal, IrError>> {
+    if out_ty.element_type != T::ET {
+        return None;
+    }
+    let (x, y) = (typed::view::<T>(lhs)?, typed::view::<T>(rhs)?);
+    let mut done = false;
+    let lit = typed::build::<T>(out_ty.clone(), p.n_out, |out| {
+        done = run_float(p, &x, &y, out).is_some();
+    });
+    done.then_some(lit)
 }
 
 /// Evaluates `convolution`.
@@ -416,16 +457,13 @@ pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<
     let out_ty = cx.result_tensor(0)?;
     let p = plan(cx, &lhs.ty, &rhs.ty, out_ty)?;
     let et = out_ty.element_type;
+    let fast = convolution_float::<f32>(&p, lhs, rhs, out_ty)
+        .or_else(|| convolution_float::<f64>(&p, lhs, rhs, out_ty));
+    if let Some(res) = fast {
+        return res;
+    }
     let a = convert_array(&decode(lhs), et);
     let b = convert_array(&decode(rhs), et);
-    let fast = match (&a, &b) {
-        (Array::F32(x), Array::F32(y)) => run_float(&p, x, y).map(Array::F32),
-        (Array::F64(x), Array::F64(y)) => run_float(&p, x, y).map(Array::F64),
-        _ => None,
-    };
-    if let Some(out) = fast {
-        return encode(&out, out_ty.clone());
-    }
     let out = match (a, b) {
         (Array::Pred(x), Array::Pred(y)) => Array::Pred(run(&p, &x, &y)),
         (Array::S8(x), Array::S8(y)) => Array::S8(run(&p, &x, &y)),
