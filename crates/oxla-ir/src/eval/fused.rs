@@ -290,6 +290,9 @@ struct Input {
     ty: TensorType,
     /// Per output dimension, the input's stride in elements (0 where it broadcasts).
     strides: Vec<usize>,
+    /// Whether the input is laid out like the output (f32, no broadcast), so tiles read it
+    /// in place.
+    in_place: bool,
     reg: usize,
 }
 
@@ -338,10 +341,12 @@ impl FusedKernel {
             }
             let ty = tensor_of(func, value)?.clone();
             *n_vregs += 1;
+            let in_place = ty.element_type == ElementType::F32 && strides == row_major;
             inputs.push(Input {
                 value,
                 ty,
                 strides,
+                in_place,
                 reg: *n_vregs - 1,
             });
             Some(*n_vregs - 1)
@@ -573,17 +578,17 @@ impl FusedKernel {
     /// Evaluates elements `start..end`; `outs[k]` holds output `k`'s elements from `start`.
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
         let width = TILE.min(end - start);
-        let mut regs: Vec<Vec<f32>> = vec![vec![0.0; width]; self.num_regs];
+        // Register `r` is `regs[r * width..][..width]`.
+        let mut regs: Vec<f32> = vec![0.0; width * self.num_regs];
         // Per register, the input slice it currently stands for, when the input is read in
-        // place (f32, not broadcast) instead of being copied into the register.
+        // place instead of being copied into the register.
         let mut views: Vec<Option<&[f32]>> = vec![None; self.num_regs];
-        let row_major = strides(&self.shape);
         let mut pos = start;
         while pos < end {
             let len = width.min(end - pos);
             for (input, src) in self.inputs.iter().zip(sources) {
                 match src {
-                    Source::F32(v) if input.strides == row_major => {
+                    Source::F32(v) if input.in_place => {
                         views[input.reg] = Some(&v[pos..pos + len]);
                     }
                     _ => {
@@ -593,21 +598,28 @@ impl FusedKernel {
                             &self.shape,
                             &input.strides,
                             pos,
-                            &mut regs[input.reg][..len],
+                            &mut regs[input.reg * width..][..len],
                         );
                     }
                 }
             }
             for (inst, dst) in &self.insts {
-                let mut out = std::mem::take(&mut regs[*dst]);
-                let read = |r: usize| views[r].unwrap_or(&regs[r][..len]);
+                let dst = *dst;
+                // The destination never aliases a source (see `pack_registers`).
+                let (below, rest) = regs.split_at_mut(dst * width);
+                let (out, above) = rest.split_at_mut(width);
+                let (below, above) = (&*below, &*above);
+                let read = |r: usize| match views[r] {
+                    Some(v) => v,
+                    None if r < dst => &below[r * width..][..len],
+                    None => &above[(r - dst - 1) * width..][..len],
+                };
                 inst.exec(&read, &mut out[..len]);
-                regs[*dst] = out;
-                views[*dst] = None;
+                views[dst] = None;
             }
             for (k, &(_, r, et)) in self.outputs.iter().enumerate() {
                 let off = pos - start;
-                let vals = views[r].unwrap_or(&regs[r][..len]);
+                let vals = views[r].unwrap_or(&regs[r * width..][..len]);
                 store(vals, et, &mut outs[k][off * et.byte_size()..]);
             }
             pos += len;

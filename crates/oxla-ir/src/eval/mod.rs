@@ -53,6 +53,7 @@ use context::OpCx;
 pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
 use plan::{BlockPlan, Step};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// How deeply regions and calls may nest during evaluation.
@@ -254,15 +255,43 @@ pub fn is_supported(kind: &OpKind) -> bool {
         || collective::is_region_return(kind)
 }
 
+/// A map keyed by the address of a block or op of the module being run. Looked up for
+/// every block and constant a loop iteration runs, so it hashes with one multiplication
+/// instead of SipHash (the keys are addresses, not chosen by an adversary).
+type AddrMap<V> = HashMap<usize, V, BuildHasherDefault<AddrHasher>>;
+
+/// The hasher of [`AddrMap`].
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, addr: usize) {
+        // A folded 128-bit product: both halves of the hash (hashbrown takes the bucket
+        // from the low bits, a tag from the high ones) mix every address bit.
+        let h = u128::from(addr as u64) * 0x9e37_79b9_7f4a_7c15;
+        self.0 = (h as u64) ^ ((h >> 64) as u64);
+    }
+}
+
 /// The interpreter state shared by all frames of one `run_function` call.
 struct Interp<'m> {
     module: &'m Module,
     depth: usize,
     /// Execution plans of the blocks run so far, by block address.
-    plans: HashMap<usize, Rc<BlockPlan>>,
+    plans: AddrMap<Rc<BlockPlan>>,
     /// Values of the `constant` ops run so far, by op address: a loop body's constants are
     /// built once, then shared.
-    constants: HashMap<usize, Literal>,
+    constants: AddrMap<Literal>,
     collectives: &'m dyn Collectives,
     /// Collective ops executed so far (see [`Exchange::sequence`]).
     collective_sequence: u64,
@@ -284,8 +313,8 @@ impl<'m> Interp<'m> {
         Interp {
             module,
             depth: 0,
-            plans: HashMap::new(),
-            constants: HashMap::new(),
+            plans: AddrMap::default(),
+            constants: AddrMap::default(),
             collectives,
             collective_sequence: 0,
             options,
