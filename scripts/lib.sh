@@ -33,8 +33,8 @@ OXLA_PY_TEST_DEPS=(
 )
 
 # Debian packages needed to build the plugin (bindgen needs libclang; the XLA
-# protos need protoc).
-OXLA_APT_DEPS=(libclang-dev protobuf-compiler)
+# protos need protoc and the well-known .proto files of libprotobuf-dev).
+OXLA_APT_DEPS=(libclang-dev protobuf-compiler libprotobuf-dev)
 
 log() {
     printf '==> %s\n' "$*" >&2
