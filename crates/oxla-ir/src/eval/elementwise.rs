@@ -14,7 +14,7 @@
 use super::context::OpCx;
 use super::element::{decode, encode, storage_of, Array};
 use super::special;
-use super::typed::{self, FastFloat};
+use super::typed::{self, Plain};
 use crate::attrs::{ComparisonDirection, ComparisonType};
 use crate::{Attribute, ElementType, IrError, Literal, OpKind, TensorType};
 use num_complex::Complex;
@@ -835,9 +835,18 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
     let shape = common_shape(cx, &[a, b])?;
     let n = num_elements(&shape);
     if out_et == et {
+        let kind = &cx.op.kind;
         let fast = match et {
-            ElementType::F32 => float_binary_fast::<f32>(&cx.op.kind, a, b, &shape, n),
-            ElementType::F64 => float_binary_fast::<f64>(&cx.op.kind, a, b, &shape, n),
+            ElementType::F32 => float_binary_fast::<f32>(kind, a, b, &shape, n),
+            ElementType::F64 => float_binary_fast::<f64>(kind, a, b, &shape, n),
+            ElementType::S8 => int_binary_fast::<i8>(kind, a, b, &shape, n),
+            ElementType::S16 => int_binary_fast::<i16>(kind, a, b, &shape, n),
+            ElementType::S32 => int_binary_fast::<i32>(kind, a, b, &shape, n),
+            ElementType::S64 => int_binary_fast::<i64>(kind, a, b, &shape, n),
+            ElementType::U8 => int_binary_fast::<u8>(kind, a, b, &shape, n),
+            ElementType::U16 => int_binary_fast::<u16>(kind, a, b, &shape, n),
+            ElementType::U32 => int_binary_fast::<u32>(kind, a, b, &shape, n),
+            ElementType::U64 => int_binary_fast::<u64>(kind, a, b, &shape, n),
             _ => None,
         };
         if let Some(res) = fast {
@@ -852,7 +861,7 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
 
 /// The common float unary ops on an f32/f64 literal, read and written in place; `None`
 /// for the other ops.
-fn float_unary_fast<T: FastFloat + Float>(
+fn float_unary_fast<T: Plain + Float>(
     kind: &OpKind,
     x: &Literal,
 ) -> Option<Result<Literal, IrError>> {
@@ -890,7 +899,7 @@ fn zip_into<T: Copy>(out: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T) -> T) {
 /// The common float binary ops on f32/f64 literals without decoding: the operands are
 /// read in place and the result written in place. `None` for other ops (or operand sizes
 /// that do not fit `n`), which take the general path.
-fn float_binary_fast<T: FastFloat + Float>(
+fn float_binary_fast<T: Plain + Float>(
     kind: &OpKind,
     a: &Literal,
     b: &Literal,
@@ -919,6 +928,86 @@ fn float_binary_fast<T: FastFloat + Float>(
         K::Minimum => zip_into(out, &av, &bv, fmin),
         _ => zip_into(out, &av, &bv, T::powf),
     }))
+}
+
+/// The common integer binary ops on literals of a plain integer type, read and written in
+/// place (the same element functions as [`int_binary`]); `None` for the other ops.
+fn int_binary_fast<T: Plain + Int>(
+    kind: &OpKind,
+    a: &Literal,
+    b: &Literal,
+    shape: &[i64],
+    n: usize,
+) -> Option<Result<Literal, IrError>> {
+    use OpKind as K;
+    if !matches!(
+        kind,
+        K::Add
+            | K::Subtract
+            | K::Multiply
+            | K::Divide
+            | K::Remainder
+            | K::Maximum
+            | K::Minimum
+            | K::And
+            | K::Or
+            | K::Xor
+            | K::ShiftLeft
+            | K::ShiftRightLogical
+            | K::ShiftRightArithmetic
+    ) {
+        return None;
+    }
+    let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
+    let fits = |len: usize| len == n || (len == 1 && n > 0);
+    if !fits(av.len()) || !fits(bv.len()) {
+        return None;
+    }
+    let bits = 8 * std::mem::size_of::<T>() as u32;
+    let ty = TensorType::new(shape.to_vec(), T::ET);
+    Some(typed::build::<T>(ty, n, |out| match kind {
+        K::Add => zip_into(out, &av, &bv, T::wadd),
+        K::Subtract => zip_into(out, &av, &bv, T::wsub),
+        K::Multiply => zip_into(out, &av, &bv, T::wmul),
+        K::Divide => zip_into(out, &av, &bv, T::xla_div),
+        K::Remainder => zip_into(out, &av, &bv, T::xla_rem),
+        K::Maximum => zip_into(out, &av, &bv, std::cmp::max),
+        K::Minimum => zip_into(out, &av, &bv, std::cmp::min),
+        K::And => zip_into(out, &av, &bv, T::bit_and),
+        K::Or => zip_into(out, &av, &bv, T::bit_or),
+        K::Xor => zip_into(out, &av, &bv, T::bit_xor),
+        K::ShiftLeft => zip_into(out, &av, &bv, |x, y| shl(x, y, bits)),
+        K::ShiftRightLogical => zip_into(out, &av, &bv, |x, y| shr_logical(x, y, bits)),
+        _ => zip_into(out, &av, &bv, |x, y| shr_arithmetic(x, y, bits)),
+    }))
+}
+
+/// `compare` on literals of a plain element type, read in place; `None` when an operand
+/// cannot be viewed as `T` or does not match the result's element count.
+fn compare_fast<T: Plain>(
+    a: &Literal,
+    b: &Literal,
+    shape: Vec<i64>,
+    n: usize,
+    dir: ComparisonDirection,
+    cmp: impl Fn(&T, &T) -> Option<Ordering>,
+) -> Option<Result<Literal, IrError>> {
+    let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
+    let fits = |len: usize| len == n || (len == 1 && n > 0);
+    if !fits(av.len()) || !fits(bv.len()) {
+        return None;
+    }
+    let mut out = vec![0u8; n];
+    let at = |v: &[T], i: usize| if v.len() == 1 { 0 } else { i };
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from(ordering_matches(dir, cmp(&av[at(&av, i)], &bv[at(&bv, i)])));
+    }
+    Some(Literal::new(TensorType::new(shape, ElementType::Pred), out))
+}
+
+/// The order of integers, as `compare_fast` takes it.
+fn total_order<T: Ord>(x: &T, y: &T) -> Option<Ordering> {
+    Some(x.cmp(y))
 }
 
 pub(crate) fn ordering_matches(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {
@@ -967,6 +1056,28 @@ pub(crate) fn compare(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal,
     }
     let shape = common_shape(cx, &[a, b])?;
     let n = num_elements(&shape);
+    let fast = match et {
+        ElementType::F32 if total => compare_fast::<f32>(a, b, shape.clone(), n, dir, |x, y| {
+            Some(Float::total_cmp(x, y))
+        }),
+        ElementType::F64 if total => compare_fast::<f64>(a, b, shape.clone(), n, dir, |x, y| {
+            Some(Float::total_cmp(x, y))
+        }),
+        ElementType::F32 => compare_fast::<f32>(a, b, shape.clone(), n, dir, f32::partial_cmp),
+        ElementType::F64 => compare_fast::<f64>(a, b, shape.clone(), n, dir, f64::partial_cmp),
+        ElementType::S8 => compare_fast::<i8>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::S16 => compare_fast::<i16>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::S32 => compare_fast::<i32>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::S64 => compare_fast::<i64>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::U8 => compare_fast::<u8>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::U16 => compare_fast::<u16>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::U32 => compare_fast::<u32>(a, b, shape.clone(), n, dir, total_order),
+        ElementType::U64 => compare_fast::<u64>(a, b, shape.clone(), n, dir, total_order),
+        _ => None,
+    };
+    if let Some(res) = fast {
+        return res;
+    }
     let out = match (decode_n(a, n), decode_n(b, n)) {
         (Array::Pred(a), Array::Pred(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),
         (Array::S8(a), Array::S8(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),

@@ -18,6 +18,7 @@ use crate::{
     Attribute, Block, ElementType, Function, IrError, Literal, Op, OpKind, TensorType, Type,
     ValueId,
 };
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -514,7 +515,7 @@ impl FusedKernel {
                 args.len()
             )));
         }
-        let mut sources = Vec::with_capacity(self.inputs.len());
+        let mut sources: SmallVec<[Source<'_>; 8]> = SmallVec::with_capacity(self.inputs.len());
         for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
             let lit = args[k];
             if lit.ty != input.ty || Some(lit.data.len()) != lit.ty.byte_size() {
@@ -530,7 +531,7 @@ impl FusedKernel {
             sources.push(data);
         }
         let n: usize = self.shape.iter().product();
-        let mut outs: Vec<Vec<u8>> = self
+        let mut outs: SmallVec<[Vec<u8>; 4]> = self
             .outputs
             .iter()
             // `run_range` writes every element.
@@ -542,7 +543,8 @@ impl FusedKernel {
             1
         };
         if threads <= 1 {
-            let mut parts: Vec<&mut [u8]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+            let mut parts: SmallVec<[&mut [u8]; 4]> =
+                outs.iter_mut().map(|o| o.as_mut_slice()).collect();
             self.run_range(&sources, 0, n, &mut parts);
         } else {
             // Whole tiles per thread; each thread writes its own part of every output.
@@ -579,10 +581,11 @@ impl FusedKernel {
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
         let width = TILE.min(end - start);
         // Register `r` is `regs[r * width..][..width]`.
-        let mut regs: Vec<f32> = vec![0.0; width * self.num_regs];
+        // Small tiles' registers live on the stack.
+        let mut regs: SmallVec<[f32; 512]> = smallvec::smallvec![0.0; width * self.num_regs];
         // Per register, the input slice it currently stands for, when the input is read in
         // place instead of being copied into the register.
-        let mut views: Vec<Option<&[f32]>> = vec![None; self.num_regs];
+        let mut views: SmallVec<[Option<&[f32]>; 16]> = smallvec::smallvec![None; self.num_regs];
         let mut pos = start;
         while pos < end {
             let len = width.min(end - pos);

@@ -52,6 +52,7 @@ pub use collective::{
 use context::OpCx;
 pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
 use plan::{BlockPlan, Step};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
@@ -293,6 +294,8 @@ struct Interp<'m> {
     /// built once, then shared.
     constants: AddrMap<Literal>,
     collectives: &'m dyn Collectives,
+    /// Emptied value tables of finished calls, for the next calls.
+    spare_envs: Vec<Vec<Option<Value>>>,
     /// Collective ops executed so far (see [`Exchange::sequence`]).
     collective_sequence: u64,
     options: EvalOptions,
@@ -316,6 +319,7 @@ impl<'m> Interp<'m> {
             plans: AddrMap::default(),
             constants: AddrMap::default(),
             collectives,
+            spare_envs: Vec::new(),
             collective_sequence: 0,
             options,
         }
@@ -337,12 +341,20 @@ impl<'m> Interp<'m> {
             detail: format!("function `{}` has no body", func.name),
         })?;
         self.enter()?;
-        let mut frame = Frame {
-            func,
-            env: vec![None; func.values.len()],
-        };
+        // Value tables are reused from call to call: a loop that calls a function each
+        // iteration allocates no new table.
+        let mut env = self.spare_envs.pop().unwrap_or_default();
+        env.resize(func.values.len(), None);
+        let mut frame = Frame { func, env };
         let res = self.exec_block(&mut frame, block, args);
         self.depth -= 1;
+        let mut env = frame.env;
+        for value in env.drain(..).flatten() {
+            if let Value::Tensor(lit) = value {
+                recycle(lit);
+            }
+        }
+        self.spare_envs.push(env);
         res
     }
 
@@ -513,11 +525,11 @@ impl<'m> Interp<'m> {
                     .operands
                     .iter()
                     .map(|&id| tensor_operand(frame, cx, id))
-                    .collect::<Result<Vec<_>, _>>()?;
-                tensor_op(cx, &args)?
-                    .into_iter()
-                    .map(Value::Tensor)
-                    .collect()
+                    .collect::<Result<SmallVec<[_; 4]>, _>>()?;
+                let result = tensor_op(cx, &args)?;
+                drop(args);
+                cx.expect_results(1)?;
+                return set_value(frame, op.results[0], Value::Tensor(result));
             }
         };
         if results.len() != op.results.len() {
@@ -611,8 +623,8 @@ fn take_operands(frame: &mut Frame<'_>, op: &Op, frees: &[ValueId]) -> Vec<Value
     res
 }
 
-/// Ops on tensors only: one function per op kind.
-fn tensor_op(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
+/// Ops on tensors only, each with one result: one function per op kind.
+fn tensor_op(cx: OpCx<'_>, args: &[&Literal]) -> Result<Literal, IrError> {
     use OpKind as K;
     let kind = &cx.op.kind;
     let res = match kind {
@@ -701,7 +713,7 @@ fn tensor_op(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
         }
         _ => return Err(cx.unsupported("the reference evaluator does not implement this op")),
     };
-    Ok(vec![res])
+    Ok(res)
 }
 
 /// How a token argument or result crosses the function boundary: an empty `i1` tensor.

@@ -10,7 +10,7 @@ use super::context::{extents, OpCx};
 use super::element::{decode, encode, Array};
 use super::elementwise::{self, complex_cmp, fmax, fmin, ComplexOps, Float, Int};
 use super::shape::permute;
-use super::typed::{self, FastFloat};
+use super::typed::{self, Plain};
 use crate::{ElementType, IrError, Literal, OpKind, Region, TensorType, ValueId};
 use std::cmp::Ordering;
 
@@ -405,7 +405,7 @@ fn fold_extremum<T: Float + Send + Sync>(
 
 /// The f32/f64 add/max/min/mul reductions over a block of adjacent dimensions, read in
 /// place without moving the reduced dimensions first. `None` for other layouts.
-fn reduce_float_fast<T: FastFloat + Float + Send + Sync>(
+fn reduce_float_fast<T: Plain + Float + Send + Sync>(
     cx: OpCx<'_>,
     kind: &OpKind,
     input: &Literal,

@@ -1,4 +1,5 @@
-//! Zero-copy typed views of literal bytes for the f32/f64 fast paths.
+//! Zero-copy typed views of literal bytes for the fast paths of plain element types
+//! (f32, f64 and the 8- to 64-bit integers).
 //!
 //! A literal's bytes are little-endian elements; on a little-endian target whose buffer
 //! happens to be aligned for the element type (always, in practice, for heap buffers),
@@ -10,16 +11,17 @@ use crate::{ElementType, IrError, Literal, TensorType};
 use bytemuck::Pod;
 use std::borrow::Cow;
 
-/// A float type with a fast path: its element type and little-endian conversions.
-pub(crate) trait FastFloat: Pod + Default {
+/// An element type stored as one plain little-endian Rust scalar: its element type and
+/// little-endian conversions.
+pub(crate) trait Plain: Pod + Default {
     const ET: ElementType;
     fn from_le(b: &[u8]) -> Self;
     fn to_le(self, out: &mut [u8]);
 }
 
-macro_rules! fast_float {
+macro_rules! plain {
     ($t:ty, $et:expr, $n:expr) => {
-        impl FastFloat for $t {
+        impl Plain for $t {
             const ET: ElementType = $et;
             fn from_le(b: &[u8]) -> Self {
                 let mut a = [0u8; $n];
@@ -32,11 +34,19 @@ macro_rules! fast_float {
         }
     };
 }
-fast_float!(f32, ElementType::F32, 4);
-fast_float!(f64, ElementType::F64, 8);
+plain!(f32, ElementType::F32, 4);
+plain!(f64, ElementType::F64, 8);
+plain!(i8, ElementType::S8, 1);
+plain!(i16, ElementType::S16, 2);
+plain!(i32, ElementType::S32, 4);
+plain!(i64, ElementType::S64, 8);
+plain!(u8, ElementType::U8, 1);
+plain!(u16, ElementType::U16, 2);
+plain!(u32, ElementType::U32, 4);
+plain!(u64, ElementType::U64, 8);
 
 /// The elements of `data` as `T`: borrowed when the bytes can be viewed in place.
-pub(crate) fn view_bytes<T: FastFloat>(data: &[u8]) -> Cow<'_, [T]> {
+pub(crate) fn view_bytes<T: Plain>(data: &[u8]) -> Cow<'_, [T]> {
     let size = std::mem::size_of::<T>();
     if cfg!(target_endian = "little") {
         if let Ok(s) = bytemuck::try_cast_slice::<u8, T>(data) {
@@ -47,12 +57,12 @@ pub(crate) fn view_bytes<T: FastFloat>(data: &[u8]) -> Cow<'_, [T]> {
 }
 
 /// The elements of `lit` as `T`, or `None` when its element type is not `T`'s.
-pub(crate) fn view<T: FastFloat>(lit: &Literal) -> Option<Cow<'_, [T]>> {
+pub(crate) fn view<T: Plain>(lit: &Literal) -> Option<Cow<'_, [T]>> {
     (lit.ty.element_type == T::ET).then(|| view_bytes(&lit.data))
 }
 
 /// Little-endian bytes of `values`.
-pub(crate) fn to_bytes<T: FastFloat>(values: &[T]) -> Vec<u8> {
+pub(crate) fn to_bytes<T: Plain>(values: &[T]) -> Vec<u8> {
     if cfg!(target_endian = "little") {
         return bytemuck::cast_slice::<T, u8>(values).to_vec();
     }
@@ -65,7 +75,7 @@ pub(crate) fn to_bytes<T: FastFloat>(values: &[T]) -> Vec<u8> {
 }
 
 /// A literal of type `ty` (element type `T::ET`, `n` elements) whose elements `fill` writes.
-pub(crate) fn build<T: FastFloat>(
+pub(crate) fn build<T: Plain>(
     ty: TensorType,
     n: usize,
     fill: impl FnOnce(&mut [T]),
@@ -84,7 +94,7 @@ pub(crate) fn build<T: FastFloat>(
 }
 
 /// Conversions between `T` vectors and the evaluator's [`Array`](super::element::Array).
-pub(crate) trait ArrayFloat: FastFloat + oxla_simd::GemmScalar {
+pub(crate) trait ArrayFloat: Plain + oxla_simd::GemmScalar {
     fn from_array(a: super::element::Array) -> Option<Vec<Self>>;
     fn into_array(v: Vec<Self>) -> super::element::Array;
 }
