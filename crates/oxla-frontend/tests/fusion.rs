@@ -1,10 +1,12 @@
-//! Elementwise fusion is invisible in results: random elementwise programs and the golden
-//! JAX programs under `tests/filetests/roundtrip` give bit-identical outputs with fusion on
-//! and off (NaN payloads aside: which NaN a float op returns is unspecified, as in XLA) (`EvalOptions::fuse`), on inputs full of NaN, infinities, signed zeros and
+//! Elementwise fusion and row tiling are invisible in results: random elementwise programs,
+//! row-local chains (layer norm, softmax) and the golden JAX programs under
+//! `tests/filetests/roundtrip` give bit-identical outputs with fusion on and off (NaN payloads aside: which NaN a float op returns is unspecified, as in XLA) (`EvalOptions::fuse`), on inputs full of NaN, infinities, signed zeros and
 //! denormals; and the random programs do form fused groups.
 
 use oxla_frontend::parse_text;
-use oxla_ir::eval::{fused_groups, run_function_with_options, EvalOptions, SingleDevice};
+use oxla_ir::eval::{
+    fused_groups, row_groups, run_function_with_options, EvalOptions, SingleDevice,
+};
 use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
 use std::path::Path;
 
@@ -285,6 +287,67 @@ fn softmax_fuses_into_one_group_per_shape() {
     let ty = TensorType::new(vec![4, 300], ElementType::F32);
     let x = literal(&mut rng, &ty);
     assert_fusion_invisible(&module, &[x], "softmax");
+}
+
+#[test]
+fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
+    // Layer norm with gain and bias and a row softmax, as JAX lowers them, over 300 rows of
+    // 517: the rows split into slabs with a shorter last one.
+    let text = "func.func @main(%x: tensor<300x517xf32>, %g: tensor<517xf32>, %b: tensor<517xf32>) -> (tensor<300x517xf32>, tensor<300x517xf32>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %n = stablehlo.constant dense<517.0> : tensor<f32>
+  %eps = stablehlo.constant dense<1.0e-5> : tensor<f32>
+  %sum = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %sum1 = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<300xf32>) -> tensor<300x1xf32>
+  %nb = stablehlo.broadcast_in_dim %n, dims = [] : (tensor<f32>) -> tensor<300x1xf32>
+  %mean = stablehlo.divide %sum1, %nb : tensor<300x1xf32>
+  %meanb = stablehlo.broadcast_in_dim %mean, dims = [0, 1] : (tensor<300x1xf32>) -> tensor<300x517xf32>
+  %d = stablehlo.subtract %x, %meanb : tensor<300x517xf32>
+  %sq = stablehlo.multiply %d, %d : tensor<300x517xf32>
+  %ss = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %ss1 = stablehlo.broadcast_in_dim %ss, dims = [0] : (tensor<300xf32>) -> tensor<300x1xf32>
+  %var = stablehlo.divide %ss1, %nb : tensor<300x1xf32>
+  %epsb = stablehlo.broadcast_in_dim %eps, dims = [] : (tensor<f32>) -> tensor<300x1xf32>
+  %ve = stablehlo.add %var, %epsb : tensor<300x1xf32>
+  %rs = stablehlo.rsqrt %ve : tensor<300x1xf32>
+  %rsb = stablehlo.broadcast_in_dim %rs, dims = [0, 1] : (tensor<300x1xf32>) -> tensor<300x517xf32>
+  %y = stablehlo.multiply %d, %rsb : tensor<300x517xf32>
+  %gb = stablehlo.broadcast_in_dim %g, dims = [1] : (tensor<517xf32>) -> tensor<300x517xf32>
+  %yg = stablehlo.multiply %y, %gb : tensor<300x517xf32>
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<517xf32>) -> tensor<300x517xf32>
+  %ln = stablehlo.add %yg, %bb : tensor<300x517xf32>
+  %max = stablehlo.reduce(%ln init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %bmax = stablehlo.broadcast_in_dim %max, dims = [0] : (tensor<300xf32>) -> tensor<300x517xf32>
+  %sub = stablehlo.subtract %ln, %bmax : tensor<300x517xf32>
+  %exp = stablehlo.exponential %sub : tensor<300x517xf32>
+  %esum = stablehlo.reduce(%exp init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %bsum = stablehlo.broadcast_in_dim %esum, dims = [0] : (tensor<300xf32>) -> tensor<300x517xf32>
+  %sm = stablehlo.divide %exp, %bsum : tensor<300x517xf32>
+  return %ln, %sm : tensor<300x517xf32>, tensor<300x517xf32>
+}
+";
+    let module = parse_text(text).expect("parses");
+    // Everything but the four scalar constants is one row group.
+    assert_eq!(row_groups(&module, "main"), vec![26]);
+    let mut rng = Rng(11);
+    let args: Vec<Literal> = [vec![300, 517], vec![517], vec![517]]
+        .into_iter()
+        .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
+        .collect();
+    assert_fusion_invisible(&module, &args, "layer norm and softmax");
+
+    // Sums over the leading dimension mix rows: no row group.
+    let columns = "func.func @main(%x: tensor<300x517xf32>) -> tensor<517xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %e = stablehlo.exponential %x : tensor<300x517xf32>
+  %l = stablehlo.log %e : tensor<300x517xf32>
+  %s = stablehlo.reduce(%l init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<300x517xf32>, tensor<f32>) -> tensor<517xf32>
+  return %s : tensor<517xf32>
+}
+";
+    let module = parse_text(columns).expect("parses");
+    assert!(row_groups(&module, "main").is_empty());
 }
 
 #[test]

@@ -168,12 +168,13 @@ pub(crate) struct Groups {
     pub kernels: Vec<(FusedKernel, usize)>,
 }
 
-/// Picks the fused groups of `block` (none unless `fuse`).
+/// Picks the fused groups of `block` (none unless `fuse`), leaving out the ops `taken`
+/// marks (row groups hold them).
 ///
 /// Ops join the open group of their result shape; a group closes when an op outside it
 /// reads one of its values, so it can run at the place of its last op. Groups that would
 /// not save work (a single op, or under [`MIN_ELEMENTS`] elements) are dropped.
-pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool) -> Groups {
+pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[bool]) -> Groups {
     let n_ops = block.ops.len();
     if !fuse {
         return Groups {
@@ -191,6 +192,7 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool) -> Groups 
         let mut uses = Vec::new();
         collect_uses(op, &mut uses);
         let cand = classify(func, op)
+            .filter(|_| !taken.get(i).copied().unwrap_or(false))
             .filter(|(shape, _)| extents(shape).iter().product::<usize>() >= MIN_ELEMENTS);
         let mut target = cand
             .as_ref()
@@ -594,6 +596,14 @@ impl FusedKernel {
                     Source::F32(v) if input.in_place => {
                         views[input.reg] = Some(&v[pos..pos + len]);
                     }
+                    // A broadcast whose tile is one contiguous run of its source (a row
+                    // vector broadcast over rows, say) is read in place too.
+                    Source::F32(v)
+                        if contiguous_run(&self.shape, &input.strides, pos, len).is_some() =>
+                    {
+                        let at = contiguous_run(&self.shape, &input.strides, pos, len).unwrap_or(0);
+                        views[input.reg] = Some(&v[at..at + len]);
+                    }
                     _ => {
                         views[input.reg] = None;
                         load(
@@ -751,6 +761,23 @@ impl Source<'_> {
     }
 }
 
+/// Where elements `start..start + len` of the output index space start in a source whose
+/// stride along output dimension `d` is `strides[d]`, when they lie in one row of the last
+/// dimension and that dimension has stride 1 (so they are contiguous there).
+fn contiguous_run(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Option<usize> {
+    let (&inner, &step) = (shape.last()?, strides.last()?);
+    if step != 1 || inner == 0 || start % inner + len > inner {
+        return None;
+    }
+    let mut rem = start;
+    let mut at = 0;
+    for (&extent, &stride) in shape.iter().zip(strides).rev() {
+        at += (rem % extent) * stride;
+        rem /= extent;
+    }
+    Some(at)
+}
+
 /// Loads elements `start..start + dst.len()` of the output index space from `src`, whose
 /// stride along output dimension `d` is `strides[d]`.
 fn load(src: &Source<'_>, shape: &[usize], strides: &[usize], start: usize, dst: &mut [f32]) {
@@ -762,7 +789,7 @@ fn load(src: &Source<'_>, shape: &[usize], strides: &[usize], start: usize, dst:
         dst.fill(src.get(0));
         return;
     }
-    let mut idx = vec![0usize; shape.len()];
+    let mut idx: SmallVec<[usize; 8]> = smallvec::smallvec![0; shape.len()];
     let mut rem = start;
     for d in (0..shape.len()).rev() {
         idx[d] = rem % shape[d];

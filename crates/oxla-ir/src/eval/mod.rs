@@ -35,6 +35,7 @@ mod linalg;
 mod plan;
 mod pool;
 mod rng;
+mod rows;
 mod sort;
 #[cfg(test)]
 mod testing;
@@ -186,7 +187,23 @@ pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
         return Vec::new();
     };
     let (func, block) = block;
-    fused::find_groups(func, block, true)
+    fused::find_groups(func, block, true, &[])
+        .kernels
+        .iter()
+        .map(|(kernel, _)| kernel.num_ops())
+        .collect()
+}
+
+/// The row groups ([`EvalOptions::fuse`] runs them slab by slab) the evaluator forms in the
+/// body of function `name`, each as the number of ops it covers.
+pub fn row_groups(module: &Module, name: &str) -> Vec<usize> {
+    let Some(block) = module
+        .function(name)
+        .and_then(|f| f.body.blocks.first().map(|b| (f, b)))
+    else {
+        return Vec::new();
+    };
+    rows::find_row_groups(block.0, block.1)
         .kernels
         .iter()
         .map(|(kernel, _)| kernel.num_ops())
@@ -299,6 +316,8 @@ struct Interp<'m> {
     /// Collective ops executed so far (see [`Exchange::sequence`]).
     collective_sequence: u64,
     options: EvalOptions,
+    /// Whether blocks may run row groups ([`rows`]); off inside a row group's slabs.
+    row_tiling: bool,
 }
 
 /// One function activation: the function and its value table.
@@ -322,6 +341,7 @@ impl<'m> Interp<'m> {
             spare_envs: Vec::new(),
             collective_sequence: 0,
             options,
+            row_tiling: true,
         }
     }
 
@@ -390,10 +410,10 @@ impl<'m> Interp<'m> {
 
     fn block_plan(&mut self, func: &Function, block: &Block) -> Rc<BlockPlan> {
         let key = block as *const Block as usize;
-        let fuse = self.options.fuse;
+        let (fuse, rows) = (self.options.fuse, self.row_tiling);
         self.plans
             .entry(key)
-            .or_insert_with(|| Rc::new(plan::plan_block(func, block, fuse)))
+            .or_insert_with(|| Rc::new(plan::plan_block(func, block, fuse, rows)))
             .clone()
     }
 
@@ -426,6 +446,7 @@ impl<'m> Interp<'m> {
                     self.exec_op(frame, op, &plan.moves[i])?;
                 }
                 Step::Fused(kernel) => exec_fused(frame, kernel)?,
+                Step::Rows(kernel) => self.exec_rows(frame, kernel)?,
             }
             for v in &plan.frees[i] {
                 if let Some(Some(Value::Tensor(lit))) =
@@ -541,6 +562,32 @@ impl<'m> Interp<'m> {
         }
         for (&id, value) in op.results.iter().zip(results) {
             set_value(frame, id, value)?;
+        }
+        Ok(())
+    }
+}
+
+impl Interp<'_> {
+    /// Runs a row group: reads its inputs from the table and stores its outputs.
+    fn exec_rows(
+        &mut self,
+        frame: &mut Frame<'_>,
+        kernel: &rows::RowKernel,
+    ) -> Result<(), IrError> {
+        let mut args = Vec::with_capacity(kernel.input_values().len());
+        for &id in kernel.input_values() {
+            match frame.env.get(id.index()).and_then(|v| v.as_ref()) {
+                Some(Value::Tensor(lit)) => args.push(lit),
+                _ => {
+                    return Err(IrError::Eval {
+                        detail: format!("row group input %{} has no tensor value", id.0),
+                    })
+                }
+            }
+        }
+        let results = kernel.run(self.module, &args, self.options)?;
+        for (&id, lit) in kernel.output_values().iter().zip(results) {
+            set_value(frame, id, Value::Tensor(lit))?;
         }
         Ok(())
     }

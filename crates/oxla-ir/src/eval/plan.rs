@@ -2,6 +2,7 @@
 //! elementwise ops at the place of their last op), and when each value dies.
 
 use super::fused::{collect_uses, find_groups, FusedKernel};
+use super::rows::{find_row_groups, RowKernel};
 use crate::{Block, Function, ValueId};
 use std::collections::HashMap;
 
@@ -11,6 +12,8 @@ pub(crate) enum Step {
     Op(usize),
     /// A fused group of elementwise ops.
     Fused(Box<FusedKernel>),
+    /// A row group, run slab by slab.
+    Rows(Box<RowKernel>),
 }
 
 /// How a block runs.
@@ -25,10 +28,24 @@ pub(crate) struct BlockPlan {
     pub arg_used: Vec<bool>,
 }
 
-/// Plans `block` of `func`: fuses what it can (when `fuse`) and computes liveness over the
-/// steps.
-pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPlan {
-    let groups = find_groups(func, block, fuse);
+/// Plans `block` of `func`: tiles row groups (when `fuse` and `rows`), fuses what it can
+/// of the rest (when `fuse`) and computes liveness over the steps.
+pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool) -> BlockPlan {
+    let mut row_groups = if fuse && rows {
+        find_row_groups(func, block)
+    } else {
+        super::rows::RowGroups {
+            in_group: vec![false; block.ops.len()],
+            kernels: Vec::new(),
+        }
+    };
+    let groups = find_groups(func, block, fuse, &row_groups.in_group);
+    let mut row_runs_at: HashMap<usize, usize> = HashMap::new();
+    for (k, (_, last)) in row_groups.kernels.iter().enumerate() {
+        row_runs_at.insert(*last, k);
+    }
+    let mut row_kernels: Vec<Option<RowKernel>> =
+        row_groups.kernels.drain(..).map(|(k, _)| Some(k)).collect();
     let mut kernels: Vec<Option<FusedKernel>> = Vec::new();
     let mut runs_at: HashMap<usize, usize> = HashMap::new();
     for (kernel, last) in groups.kernels {
@@ -37,6 +54,12 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPla
     }
     let mut steps = Vec::with_capacity(block.ops.len());
     for i in 0..block.ops.len() {
+        if row_groups.in_group[i] {
+            if let Some(kernel) = row_runs_at.get(&i).and_then(|&k| row_kernels[k].take()) {
+                steps.push(Step::Rows(Box::new(kernel)));
+            }
+            continue;
+        }
         match groups.of_op[i] {
             None => steps.push(Step::Op(i)),
             Some(_) => {
@@ -62,6 +85,10 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPla
             Step::Fused(k) => {
                 uses.push(k.input_values().to_vec());
                 defs.push(k.output_values().collect());
+            }
+            Step::Rows(k) => {
+                uses.push(k.input_values().to_vec());
+                defs.push(k.output_values().to_vec());
             }
         }
     }
@@ -103,7 +130,7 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool) -> BlockPla
                     .filter(|v| op.operands.contains(v) && !inner.contains(v))
                     .collect()
             }
-            Step::Fused(_) => Vec::new(),
+            Step::Fused(_) | Step::Rows(_) => Vec::new(),
         })
         .collect();
     let arg_used = block

@@ -1,0 +1,618 @@
+//! Row tiling: a block's row-local ops run one slab of rows at a time.
+//!
+//! Softmax, layer norm and their gradients are chains of elementwise ops, reductions
+//! along the trailing dimensions and broadcasts back, all over one leading dimension.
+//! Op by op, every step streams the whole matrix through memory. [`find_row_groups`]
+//! picks such chains (ops that never mix rows: each result row depends only on the same
+//! row of its row operands, plus whole "invariant" operands such as scalars or a gain
+//! vector broadcast along the rows), and [`RowKernel`] runs the chain as a small function
+//! on slabs of [`RowKernel::rows`] rows that stay in cache, the slabs split over threads.
+//!
+//! Inside a slab the usual evaluator runs (fused groups included), and every output
+//! element is computed by the same kernels in the same order as without tiling: a
+//! reduction over trailing dimensions folds each row alone, whatever the row count.
+
+use super::fused::collect_uses;
+use super::pool;
+use super::{Collectives, EvalOptions, Interp, SingleDevice, Value};
+use crate::{
+    Block, Function, FunctionType, IrError, Literal, Op, OpKind, Region, TensorType, Type, ValueId,
+    Visibility,
+};
+use std::collections::HashMap;
+
+/// Groups whose row-local values hold fewer elements in all run op by op: tiling pays a
+/// function call per slab.
+const MIN_ELEMENTS: usize = 1 << 16;
+
+/// About this many elements per slab of the widest value: a slab's values stay in the
+/// second cache level.
+const SLAB_ELEMENTS: usize = 1 << 15;
+
+/// How an op reads an operand inside a row group.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Row `r` of the result reads row `r` of the operand (its leading extent is the
+    /// group's row count).
+    Row,
+    /// The whole operand, the same for every row.
+    Whole,
+}
+
+/// The static tensor type of `id`.
+fn tensor_of(func: &Function, id: ValueId) -> Option<&TensorType> {
+    match func.values.get(id.index())? {
+        Type::Tensor(t) if t.is_static() => Some(t),
+        _ => None,
+    }
+}
+
+/// Whether `t` is row-indexed by `rows`: rank one or more with that leading extent.
+fn has_rows(t: &TensorType, rows: i64) -> bool {
+    t.shape.first() == Some(&rows)
+}
+
+/// Whether a reduce body is plain scalar ops (no calls, regions or effects) reading only
+/// its own values.
+fn plain_body(region: &Region) -> bool {
+    region.blocks.iter().all(|b| {
+        let mut known: Vec<ValueId> = b.arguments.clone();
+        b.ops.iter().all(|op| {
+            let plain = op.regions.is_empty()
+                && super::is_supported(&op.kind)
+                && !matches!(
+                    op.kind,
+                    OpKind::Call | OpKind::Composite | OpKind::CustomCall
+                )
+                && !super::collective::handles(&op.kind)
+                && op.operands.iter().all(|v| known.contains(v));
+            known.extend_from_slice(&op.results);
+            plain
+        })
+    })
+}
+
+/// The row count and per-operand modes of `op` when it is row-local; `None` otherwise.
+fn row_local(func: &Function, op: &Op) -> Option<(i64, Vec<Mode>)> {
+    use super::elementwise::{is_binary, is_unary};
+    use OpKind as K;
+    let first = tensor_of(func, *op.results.first()?)?;
+    let rows = *first.shape.first()?;
+    for &r in &op.results {
+        if !has_rows(tensor_of(func, r)?, rows) {
+            return None;
+        }
+    }
+    let operand = |i: usize| op.operands.get(i).and_then(|&v| tensor_of(func, v));
+    let cx = super::OpCx { op, func };
+    let modes = match &op.kind {
+        k if is_unary(k)
+            || is_binary(k)
+            || matches!(
+                k,
+                K::Compare | K::Select | K::Clamp | K::Convert | K::ReducePrecision
+            ) =>
+        {
+            if op.results.len() != 1 || !op.regions.is_empty() {
+                return None;
+            }
+            let mut modes = Vec::with_capacity(op.operands.len());
+            for i in 0..op.operands.len() {
+                let t = operand(i)?;
+                if t.rank() == 0 {
+                    modes.push(Mode::Whole);
+                } else if t.shape == first.shape {
+                    modes.push(Mode::Row);
+                } else {
+                    return None;
+                }
+            }
+            modes
+        }
+        K::BroadcastInDim => {
+            let t = operand(0)?;
+            let dims = cx.i64s("broadcast_dimensions").ok()?;
+            if op.operands.len() != 1 || dims.len() != t.rank() {
+                return None;
+            }
+            match dims.iter().position(|&d| d == 0) {
+                None => vec![Mode::Whole],
+                Some(0) if has_rows(t, rows) => vec![Mode::Row],
+                Some(_) => return None,
+            }
+        }
+        K::Reshape => {
+            let t = operand(0)?;
+            if op.operands.len() != 1 || !has_rows(t, rows) {
+                return None;
+            }
+            vec![Mode::Row]
+        }
+        K::Transpose => {
+            let t = operand(0)?;
+            let perm = cx.i64s("permutation").ok()?;
+            if op.operands.len() != 1 || !has_rows(t, rows) || perm.first() != Some(&0) {
+                return None;
+            }
+            vec![Mode::Row]
+        }
+        K::Reduce => {
+            let n = op.results.len();
+            let dims = cx.i64s("dimensions").ok()?;
+            if n == 0
+                || op.operands.len() != 2 * n
+                || dims.contains(&0)
+                || op.regions.len() != 1
+                || !plain_body(&op.regions[0])
+            {
+                return None;
+            }
+            let mut modes = Vec::with_capacity(2 * n);
+            for i in 0..2 * n {
+                let t = operand(i)?;
+                match i < n {
+                    true if has_rows(t, rows) && t.rank() >= 1 => modes.push(Mode::Row),
+                    false if t.rank() == 0 => modes.push(Mode::Whole),
+                    _ => return None,
+                }
+            }
+            modes
+        }
+        _ => return None,
+    };
+    Some((rows, modes))
+}
+
+/// The row groups of one block.
+pub(crate) struct RowGroups {
+    /// Per op of the block: whether a row group holds it.
+    pub in_group: Vec<bool>,
+    /// Per group: its kernel and the index of its last op, where it runs.
+    pub kernels: Vec<(RowKernel, usize)>,
+}
+
+/// A row group being collected.
+struct Open {
+    rows: i64,
+    ops: Vec<usize>,
+    values: Vec<ValueId>,
+}
+
+/// Picks the row groups of `block`.
+///
+/// Row-local ops over one row count join the open group; a group closes when an op outside
+/// it reads one of its values (so it can run at the place of its last op), or when a
+/// member would need a group value whole. Groups without a reduction, with fewer than
+/// three ops or under [`MIN_ELEMENTS`] elements are dropped: they gain nothing over fused
+/// groups.
+pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
+    let n_ops = block.ops.len();
+    let mut uses_of_op: Vec<Vec<ValueId>> = Vec::with_capacity(n_ops);
+    for op in &block.ops {
+        let mut uses = Vec::new();
+        collect_uses(op, &mut uses);
+        uses_of_op.push(uses);
+    }
+    let mut closed: Vec<Open> = Vec::new();
+    let mut open: Option<Open> = None;
+    for (i, op) in block.ops.iter().enumerate() {
+        let cand = row_local(func, op);
+        let joins = match (&open, &cand) {
+            (Some(g), Some((rows, modes))) => {
+                *rows == g.rows
+                    && op
+                        .operands
+                        .iter()
+                        .zip(modes)
+                        .all(|(v, m)| *m == Mode::Row || !g.values.contains(v))
+            }
+            _ => false,
+        };
+        if joins {
+            let g = open.as_mut().expect("joins only an open group");
+            g.ops.push(i);
+            g.values.extend_from_slice(&op.results);
+            continue;
+        }
+        let reads_group = open
+            .as_ref()
+            .is_some_and(|g| uses_of_op[i].iter().any(|v| g.values.contains(v)));
+        if reads_group || cand.is_some() {
+            if let Some(g) = open.take() {
+                closed.push(g);
+            }
+        }
+        if let Some((rows, _)) = cand {
+            open = Some(Open {
+                rows,
+                ops: vec![i],
+                values: op.results.clone(),
+            });
+        }
+    }
+    closed.extend(open);
+
+    let mut in_group = vec![false; n_ops];
+    let mut kernels = Vec::new();
+    for g in closed {
+        let reduces = g.ops.iter().any(|&i| block.ops[i].kind == OpKind::Reduce);
+        let elements: usize = g
+            .values
+            .iter()
+            .filter_map(|&v| tensor_of(func, v)?.num_elements())
+            .sum();
+        if !reduces || g.ops.len() < 3 || elements < MIN_ELEMENTS || g.rows < 2 {
+            continue;
+        }
+        let outputs: Vec<ValueId> = g
+            .values
+            .iter()
+            .copied()
+            .filter(|v| {
+                uses_of_op
+                    .iter()
+                    .enumerate()
+                    .any(|(j, uses)| !g.ops.contains(&j) && uses.contains(v))
+            })
+            .collect();
+        if outputs.is_empty() {
+            continue;
+        }
+        let ops: Vec<&Op> = g.ops.iter().map(|&i| &block.ops[i]).collect();
+        if let Some(kernel) = RowKernel::build(func, &ops, &outputs, g.rows) {
+            for &i in &g.ops {
+                in_group[i] = true;
+            }
+            kernels.push((kernel, *g.ops.last().expect("groups are not empty")));
+        }
+    }
+    RowGroups { in_group, kernels }
+}
+
+/// A value read from outside the group.
+#[derive(Debug)]
+struct Input {
+    ty: TensorType,
+    mode: Mode,
+}
+
+/// A row group compiled to a function over a slab of rows.
+#[derive(Debug)]
+pub(crate) struct RowKernel {
+    rows: usize,
+    /// Rows per slab.
+    slab: usize,
+    /// The group as a function of `slab` rows, and of the remaining rows when `slab` does
+    /// not divide `rows`.
+    full: Function,
+    rest: Option<Function>,
+    inputs: Vec<Input>,
+    input_values: Vec<ValueId>,
+    outputs: Vec<TensorType>,
+    output_values: Vec<ValueId>,
+    num_ops: usize,
+}
+
+/// Renumbers the values of a group into a function of their own.
+struct Renumber<'f> {
+    func: &'f Function,
+    ids: HashMap<ValueId, ValueId>,
+    values: Vec<Type>,
+    /// Values whose leading extent is the row count.
+    row_values: Vec<bool>,
+}
+
+impl Renumber<'_> {
+    fn id(&mut self, v: ValueId, row: bool) -> Option<ValueId> {
+        if let Some(&id) = self.ids.get(&v) {
+            return Some(id);
+        }
+        let id = ValueId(u32::try_from(self.values.len()).ok()?);
+        self.values.push(self.func.values.get(v.index())?.clone());
+        self.row_values.push(row);
+        self.ids.insert(v, id);
+        Some(id)
+    }
+
+    /// `op` with its values renumbered; its results (and regions' values) are new.
+    fn op(&mut self, op: &Op, results_are_rows: bool) -> Option<Op> {
+        let mut out = op.clone();
+        for v in &mut out.operands {
+            // Operands are inputs or earlier results, numbered already; region values are
+            // numbered on first sight.
+            *v = self.id(*v, false)?;
+        }
+        for v in &mut out.results {
+            *v = self.id(*v, results_are_rows)?;
+        }
+        for region in &mut out.regions {
+            for block in &mut region.blocks {
+                for a in &mut block.arguments {
+                    *a = self.id(*a, false)?;
+                }
+                let ops = std::mem::take(&mut block.ops);
+                block.ops = ops
+                    .iter()
+                    .map(|inner| self.op(inner, false))
+                    .collect::<Option<_>>()?;
+            }
+        }
+        Some(out)
+    }
+
+    /// The group's function for `rows` rows.
+    fn function(&self, name: &str, args: &[ValueId], body: &[Op], rows: i64) -> Function {
+        let values: Vec<Type> = self
+            .values
+            .iter()
+            .zip(&self.row_values)
+            .map(|(ty, &row)| match ty {
+                Type::Tensor(t) if row => {
+                    let mut t = t.clone();
+                    t.shape[0] = rows;
+                    Type::Tensor(t)
+                }
+                other => other.clone(),
+            })
+            .collect();
+        let ret = body
+            .last()
+            .map(|op| op.operands.clone())
+            .unwrap_or_default();
+        Function {
+            name: name.to_string(),
+            visibility: Visibility::Private,
+            ty: FunctionType {
+                inputs: args.iter().map(|a| values[a.index()].clone()).collect(),
+                results: ret.iter().map(|r| values[r.index()].clone()).collect(),
+            },
+            arg_attrs: Vec::new(),
+            res_attrs: Vec::new(),
+            attributes: Vec::new(),
+            body: Region {
+                blocks: vec![Block {
+                    arguments: args.to_vec(),
+                    ops: body.to_vec(),
+                }],
+            },
+            values,
+            location: crate::Location::Unknown,
+        }
+    }
+}
+
+impl RowKernel {
+    /// Compiles the group `ops` (in program order, over `rows` rows) writing `outputs`.
+    fn build(func: &Function, ops: &[&Op], outputs: &[ValueId], rows: i64) -> Option<Self> {
+        let total_rows = usize::try_from(rows).ok()?;
+        let mut defined: Vec<ValueId> = Vec::new();
+        let mut input_values: Vec<ValueId> = Vec::new();
+        let mut inputs: Vec<Input> = Vec::new();
+        for op in ops {
+            let (_, modes) = row_local(func, op)?;
+            for (&v, &mode) in op.operands.iter().zip(&modes) {
+                if defined.contains(&v) {
+                    continue;
+                }
+                match input_values.iter().position(|&w| w == v) {
+                    // One input read both ways: the group cannot slice it.
+                    Some(k) if inputs[k].mode != mode => return None,
+                    Some(_) => {}
+                    None => {
+                        input_values.push(v);
+                        inputs.push(Input {
+                            ty: tensor_of(func, v)?.clone(),
+                            mode,
+                        });
+                    }
+                }
+            }
+            defined.extend_from_slice(&op.results);
+        }
+        // Every row-local value must split into whole bytes per row.
+        let row_elems = |t: &TensorType| -> Option<usize> {
+            t.shape[1..]
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+        };
+        let mut widest = 1usize;
+        for v in input_values
+            .iter()
+            .zip(&inputs)
+            .filter(|(_, i)| i.mode == Mode::Row)
+            .map(|(v, _)| *v)
+            .chain(defined.iter().copied())
+        {
+            let elems = row_elems(tensor_of(func, v)?)?;
+            if elems == 0 {
+                return None;
+            }
+            widest = widest.max(elems);
+        }
+        let threads = rayon::current_num_threads().max(1);
+        let slab = (SLAB_ELEMENTS / widest)
+            .clamp(1, total_rows.div_ceil(threads).max(1))
+            .min(total_rows);
+
+        let mut renumber = Renumber {
+            func,
+            ids: HashMap::new(),
+            values: Vec::new(),
+            row_values: Vec::new(),
+        };
+        let args = input_values
+            .iter()
+            .zip(&inputs)
+            .map(|(&v, i)| renumber.id(v, i.mode == Mode::Row))
+            .collect::<Option<Vec<_>>>()?;
+        let mut body = ops
+            .iter()
+            .map(|op| renumber.op(op, true))
+            .collect::<Option<Vec<_>>>()?;
+        let ret = outputs
+            .iter()
+            .map(|&v| renumber.ids.get(&v).copied())
+            .collect::<Option<Vec<_>>>()?;
+        body.push(Op::new(OpKind::FuncReturn, ret, Vec::new()));
+        let name = format!("{}.rows", func.name);
+        let full = renumber.function(&name, &args, &body, i64::try_from(slab).ok()?);
+        let rest = (total_rows % slab != 0)
+            .then(|| renumber.function(&name, &args, &body, (total_rows % slab) as i64));
+        Some(RowKernel {
+            rows: total_rows,
+            slab,
+            full,
+            rest,
+            inputs,
+            input_values,
+            outputs: outputs
+                .iter()
+                .map(|&v| tensor_of(func, v).cloned())
+                .collect::<Option<_>>()?,
+            output_values: outputs.to_vec(),
+            num_ops: ops.len(),
+        })
+    }
+
+    /// The values the group reads, in the order [`RowKernel::run`] takes them.
+    pub(crate) fn input_values(&self) -> &[ValueId] {
+        &self.input_values
+    }
+
+    /// The values the group writes, in the order [`RowKernel::run`] returns them.
+    pub(crate) fn output_values(&self) -> &[ValueId] {
+        &self.output_values
+    }
+
+    /// How many ops of the block the group covers.
+    pub(crate) fn num_ops(&self) -> usize {
+        self.num_ops
+    }
+
+    fn error(&self, detail: String) -> IrError {
+        IrError::Eval {
+            detail: format!("row group of {} ops: {detail}", self.num_ops),
+        }
+    }
+
+    /// Runs the group on `args` (the values of [`RowKernel::input_values`]), slab by slab,
+    /// with the slabs split over threads.
+    pub(crate) fn run(
+        &self,
+        module: &crate::Module,
+        args: &[&Literal],
+        options: EvalOptions,
+    ) -> Result<Vec<Literal>, IrError> {
+        if args.len() != self.inputs.len() {
+            return Err(self.error(format!(
+                "expects {} inputs, got {}",
+                self.inputs.len(),
+                args.len()
+            )));
+        }
+        for (lit, input) in args.iter().zip(&self.inputs) {
+            if lit.ty != input.ty || Some(lit.data.len()) != lit.ty.byte_size() {
+                return Err(self.error(format!("input is {}, expected {}", lit.ty, input.ty)));
+            }
+        }
+        let row_bytes = |t: &TensorType| t.byte_size().unwrap_or(0) / self.rows;
+        let mut outs: Vec<Vec<u8>> = self
+            .outputs
+            .iter()
+            // The slabs together write every row.
+            .map(|t| pool::take_for_overwrite(t.byte_size().unwrap_or(0)))
+            .collect();
+        let slabs = self.rows.div_ceil(self.slab);
+        let threads = rayon::current_num_threads().min(slabs).max(1);
+        let per = slabs.div_ceil(threads) * self.slab;
+        // Per thread, its rows of every output.
+        let mut parts: Vec<Vec<&mut [u8]>> = (0..threads).map(|_| Vec::new()).collect();
+        for (out, t) in outs.iter_mut().zip(&self.outputs) {
+            let bytes = (per * row_bytes(t)).max(1);
+            for (k, chunk) in out.chunks_mut(bytes).enumerate() {
+                parts[k].push(chunk);
+            }
+        }
+        let results: Vec<Result<(), IrError>> = if threads <= 1 {
+            parts
+                .into_iter()
+                .map(|mut part| self.run_rows(module, args, options, 0, &mut part))
+                .collect()
+        } else {
+            let mut results: Vec<Result<(), IrError>> = (0..threads).map(|_| Ok(())).collect();
+            rayon::scope(|s| {
+                for (t, (mut part, res)) in parts.into_iter().zip(&mut results).enumerate() {
+                    s.spawn(move |_| {
+                        *res = self.run_rows(module, args, options, t * per, &mut part)
+                    });
+                }
+            });
+            results
+        };
+        results.into_iter().collect::<Result<(), _>>()?;
+        self.outputs
+            .iter()
+            .zip(outs)
+            .map(|(t, data)| Literal::new(t.clone(), data))
+            .collect()
+    }
+
+    /// Runs the slabs of rows `first..first + n`, where `outs[k]` holds those rows of
+    /// output `k` (and fixes `n`).
+    fn run_rows(
+        &self,
+        module: &crate::Module,
+        args: &[&Literal],
+        options: EvalOptions,
+        first: usize,
+        outs: &mut [&mut [u8]],
+    ) -> Result<(), IrError> {
+        // A thread past the last rows gets no part of the outputs.
+        let (Some(out0), Some(part0)) = (self.outputs.first(), outs.first()) else {
+            return Ok(());
+        };
+        let n = part0.len() / (out0.byte_size().unwrap_or(0) / self.rows).max(1);
+        let single: &dyn Collectives = &SingleDevice;
+        let mut interp = Interp::new(module, single, options);
+        interp.row_tiling = false;
+        let mut start = 0;
+        while start < n {
+            let len = self.slab.min(n - start);
+            let func = if len == self.slab {
+                &self.full
+            } else {
+                self.rest.as_ref().unwrap_or(&self.full)
+            };
+            let values = self
+                .inputs
+                .iter()
+                .zip(args)
+                .zip(&func.ty.inputs)
+                .map(|((input, lit), ty)| match (input.mode, ty) {
+                    (Mode::Row, Type::Tensor(t)) => {
+                        let row = lit.data.len() / self.rows;
+                        let from = (first + start) * row;
+                        let bytes = lit.data[from..from + len * row].to_vec();
+                        Literal::new(t.clone(), bytes).map(Value::Tensor)
+                    }
+                    _ => Ok(Value::Tensor((*lit).clone())),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let results = interp.call(func, values)?;
+            for ((value, out), t) in results.into_iter().zip(outs.iter_mut()).zip(&self.outputs) {
+                let Value::Tensor(lit) = value else {
+                    return Err(self.error("a slab returned a non-tensor value".to_string()));
+                };
+                let row = t.byte_size().unwrap_or(0) / self.rows;
+                let dst = out
+                    .get_mut(start * row..(start + len) * row)
+                    .filter(|d| d.len() == lit.data.len())
+                    .ok_or_else(|| self.error(format!("a slab returned {}", lit.ty)))?;
+                dst.copy_from_slice(&lit.data);
+                super::recycle(lit);
+            }
+            start += len;
+        }
+        Ok(())
+    }
+}
