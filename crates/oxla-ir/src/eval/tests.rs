@@ -427,6 +427,51 @@ mod shapes {
     }
 
     #[test]
+    fn tiled_transposes_match_the_index_formula() {
+        // Sizes that are not multiples of the tile, with and without a leading dimension.
+        for (shape, perm) in [
+            (vec![37usize, 45], vec![1usize, 0]),
+            (vec![3, 37, 45], vec![0, 2, 1]),
+            (vec![3, 37, 45], vec![1, 2, 0]),
+            (vec![70, 1, 33], vec![2, 1, 0]),
+        ] {
+            let n: usize = shape.iter().product();
+            let x = f32s(
+                &shape.iter().map(|&d| d as i64).collect::<Vec<_>>(),
+                &seq(n),
+            );
+            let out: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+            let y = run_op(
+                K::Transpose,
+                std::slice::from_ref(&x),
+                t(&out.iter().map(|&d| d as i64).collect::<Vec<_>>(), E::F32),
+                vec![(
+                    "permutation",
+                    i64s(&perm.iter().map(|&p| p as i64).collect::<Vec<_>>()),
+                )],
+            )
+            .unwrap();
+            let got = to_f32(&y);
+            // Output element `o` (row-major over `out`) is input element `i` with
+            // `i[perm[k]] = o[k]`; `seq` makes each input element its own flat index.
+            for (flat, &v) in got.iter().enumerate() {
+                let mut rem = flat;
+                let mut idx = vec![0usize; out.len()];
+                for k in (0..out.len()).rev() {
+                    idx[k] = rem % out[k];
+                    rem /= out[k];
+                }
+                let mut src = vec![0usize; shape.len()];
+                for (k, &p) in perm.iter().enumerate() {
+                    src[p] = idx[k];
+                }
+                let want = src.iter().zip(&shape).fold(0usize, |a, (&i, &d)| a * d + i);
+                assert_eq!(v, want as f32, "{shape:?} by {perm:?} at {flat}");
+            }
+        }
+    }
+
+    #[test]
     fn broadcast_in_dim_and_reshape() {
         let x = f32s(&[3], &[1.0, 2.0, 3.0]);
         let y = run_op(
