@@ -339,9 +339,10 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
         tap_of[r] = t;
     }
     // Rows of the window matrix are (batch element, output position) pairs, so one
-    // product covers many batch elements; the matrix is bounded to 2^20 elements.
+    // product covers many batch elements; the matrix is bounded to 2^17 elements, so it
+    // stays in the second cache level between being built and being read.
     let total = p.out_batch * n_pos;
-    let block = ((1usize << 20) / kdim.max(1)).clamp(1, total.max(1));
+    let block = ((1usize << 17) / kdim.max(1)).clamp(1, total.max(1));
     // With one group and the output's features innermost after its positions in order
     // (NHWC), the product's rows are consecutive runs of the output: it writes there.
     let direct = groups == 1
@@ -385,8 +386,17 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                     let t = *tap_of.get(r)?;
                     let dst = arow.get_mut(t * kin..(t + 1) * kin)?;
                     if p.lhs_feature_stride == 1 {
-                        // Features innermost (NHWC): one contiguous copy per tap.
-                        dst.copy_from_slice(lhs.get(lhs_base + l..lhs_base + l + kin)?);
+                        // Features innermost (NHWC): one contiguous copy per tap; a few
+                        // features (an image's channels) element by element, cheaper than
+                        // a `memcpy` call.
+                        let src = lhs.get(lhs_base + l..lhs_base + l + kin)?;
+                        if kin < 16 {
+                            for (d, &v) in dst.iter_mut().zip(src) {
+                                *d = v;
+                            }
+                        } else {
+                            dst.copy_from_slice(src);
+                        }
                     } else {
                         for (i, d) in dst.iter_mut().enumerate() {
                             *d = lhs[lhs_base + i * p.lhs_feature_stride + l];
