@@ -5,7 +5,7 @@
 
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
-    fused_groups, row_groups, run_function_with_options, EvalOptions, SingleDevice,
+    compiled_loops, fused_groups, row_groups, run_function_with_options, EvalOptions, SingleDevice,
 };
 use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
 use std::path::Path;
@@ -348,6 +348,93 @@ fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
 ";
     let module = parse_text(columns).expect("parses");
     assert!(row_groups(&module, "main").is_empty());
+}
+
+#[test]
+fn small_loops_compile_without_changing_bits() {
+    // A fori_loop as JAX lowers it (counter, call, broadcast constants), with state that
+    // swaps, passes through, selects and compares; and loops that must stay interpreted.
+    let fori = "func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>, %n: tensor<i64>) -> (tensor<16xf32>, tensor<16xf32>, tensor<i64>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:4 = stablehlo.while(%i = %c0, %a = %x, %b = %y, %m = %n) : tensor<i32>, tensor<16xf32>, tensor<16xf32>, tensor<i64>
+  cond {
+    %lim = stablehlo.constant dense<37> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %s = func.call @step(%a, %b) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %gt = stablehlo.compare GT, %s, %b, TOTALORDER : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xi1>
+    %sel = stablehlo.select %gt, %s, %b : tensor<16xi1>, tensor<16xf32>
+    %k = stablehlo.constant dense<3> : tensor<i64>
+    %m2 = stablehlo.multiply %m, %k : tensor<i64>
+    stablehlo.return %j, %sel, %a, %m2 : tensor<i32>, tensor<16xf32>, tensor<16xf32>, tensor<i64>
+  }
+  return %r#1, %r#2, %r#3 : tensor<16xf32>, tensor<16xf32>, tensor<i64>
+}
+func.func private @step(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+  %c = stablehlo.constant dense<0.99> : tensor<f32>
+  %cb = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<16xf32>
+  %t = stablehlo.multiply %a, %cb : tensor<16xf32>
+  %s = stablehlo.sine %b : tensor<16xf32>
+  %e = stablehlo.exponential %s : tensor<16xf32>
+  %u = stablehlo.subtract %t, %e : tensor<16xf32>
+  %v = stablehlo.maximum %u, %s : tensor<16xf32>
+  return %v : tensor<16xf32>
+}
+";
+    let module = parse_text(fori).expect("parses");
+    assert_eq!(compiled_loops(&module, "main"), vec![true]);
+    let mut rng = Rng(5);
+    let ty = TensorType::new(vec![16], ElementType::F32);
+    let n = Literal::new(
+        TensorType::new(vec![], ElementType::S64),
+        7i64.to_le_bytes().to_vec(),
+    )
+    .expect("sized literal");
+    for _ in 0..20 {
+        let args = [literal(&mut rng, &ty), literal(&mut rng, &ty), n.clone()];
+        assert_fusion_invisible(&module, &args, "compiled fori_loop");
+    }
+
+    // A reduction in the body and a loop over a large value stay interpreted.
+    let other = "func.func @main(%x: tensor<16xf32>, %z: tensor<4096xf32>) -> (tensor<16xf32>, tensor<4096xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %a = %x) : tensor<i32>, tensor<16xf32>
+  cond {
+    %lim = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %s = stablehlo.reduce(%a init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+    %sb = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<16xf32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j, %sb : tensor<i32>, tensor<16xf32>
+  }
+  %q:2 = stablehlo.while(%i = %c0, %b = %z) : tensor<i32>, tensor<4096xf32>
+  cond {
+    %lim = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %e = stablehlo.exponential %b : tensor<4096xf32>
+    stablehlo.return %j, %e : tensor<i32>, tensor<4096xf32>
+  }
+  return %r#1, %q#1 : tensor<16xf32>, tensor<4096xf32>
+}
+";
+    let module = parse_text(other).expect("parses");
+    assert_eq!(compiled_loops(&module, "main"), vec![false, false]);
+    let args = [
+        literal(&mut rng, &ty),
+        literal(&mut rng, &TensorType::new(vec![4096], ElementType::F32)),
+    ];
+    assert_fusion_invisible(&module, &args, "interpreted loops");
 }
 
 #[test]

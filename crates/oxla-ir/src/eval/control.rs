@@ -39,6 +39,11 @@ impl<'m> Interp<'m> {
         let cond = self.region(cx, 0)?;
         let body = self.region(cx, 1)?;
         let mut state = self.operand_values(frame, cx, moves)?;
+        if let Some(program) = self.loop_program(frame.func, cx.op) {
+            if let Some(res) = program.run(&state) {
+                return res;
+            }
+        }
         // The condition gets clones of the values it reads; the others stay unbound (a
         // token) instead of being copied every iteration.
         let cond_used = self.region_args_used(frame.func, cond);

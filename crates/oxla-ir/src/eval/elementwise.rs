@@ -919,15 +919,26 @@ fn float_binary_fast<T: Plain + Float>(
         return None;
     }
     let ty = TensorType::new(shape.to_vec(), T::ET);
-    Some(typed::build::<T>(ty, n, |out| match kind {
-        K::Add => zip_into(out, &av, &bv, |x, y| x + y),
-        K::Subtract => zip_into(out, &av, &bv, |x, y| x - y),
-        K::Multiply => zip_into(out, &av, &bv, |x, y| x * y),
-        K::Divide => zip_into(out, &av, &bv, |x, y| x / y),
-        K::Maximum => zip_into(out, &av, &bv, fmax),
-        K::Minimum => zip_into(out, &av, &bv, fmin),
-        _ => zip_into(out, &av, &bv, T::powf),
+    Some(typed::build::<T>(ty, n, |out| {
+        float_zip(kind, out, &av, &bv);
     }))
+}
+
+/// `out[i] = a[i] op b[i]` for the common float binary ops (an operand of one element
+/// broadcasts); false, writing nothing, for the others.
+pub(crate) fn float_zip<T: Float>(kind: &OpKind, out: &mut [T], a: &[T], b: &[T]) -> bool {
+    use OpKind as K;
+    match kind {
+        K::Add => zip_into(out, a, b, |x, y| x + y),
+        K::Subtract => zip_into(out, a, b, |x, y| x - y),
+        K::Multiply => zip_into(out, a, b, |x, y| x * y),
+        K::Divide => zip_into(out, a, b, |x, y| x / y),
+        K::Maximum => zip_into(out, a, b, fmax),
+        K::Minimum => zip_into(out, a, b, fmin),
+        K::Power => zip_into(out, a, b, T::powf),
+        _ => return false,
+    }
+    true
 }
 
 /// The common integer binary ops on literals of a plain integer type, read and written in
@@ -963,23 +974,34 @@ fn int_binary_fast<T: Plain + Int>(
     if !fits(av.len()) || !fits(bv.len()) {
         return None;
     }
-    let bits = 8 * std::mem::size_of::<T>() as u32;
     let ty = TensorType::new(shape.to_vec(), T::ET);
-    Some(typed::build::<T>(ty, n, |out| match kind {
-        K::Add => zip_into(out, &av, &bv, T::wadd),
-        K::Subtract => zip_into(out, &av, &bv, T::wsub),
-        K::Multiply => zip_into(out, &av, &bv, T::wmul),
-        K::Divide => zip_into(out, &av, &bv, T::xla_div),
-        K::Remainder => zip_into(out, &av, &bv, T::xla_rem),
-        K::Maximum => zip_into(out, &av, &bv, std::cmp::max),
-        K::Minimum => zip_into(out, &av, &bv, std::cmp::min),
-        K::And => zip_into(out, &av, &bv, T::bit_and),
-        K::Or => zip_into(out, &av, &bv, T::bit_or),
-        K::Xor => zip_into(out, &av, &bv, T::bit_xor),
-        K::ShiftLeft => zip_into(out, &av, &bv, |x, y| shl(x, y, bits)),
-        K::ShiftRightLogical => zip_into(out, &av, &bv, |x, y| shr_logical(x, y, bits)),
-        _ => zip_into(out, &av, &bv, |x, y| shr_arithmetic(x, y, bits)),
+    Some(typed::build::<T>(ty, n, |out| {
+        int_zip(kind, out, &av, &bv);
     }))
+}
+
+/// `out[i] = a[i] op b[i]` for the common binary ops on a plain integer type (an operand of
+/// one element broadcasts); false, writing nothing, for the others.
+pub(crate) fn int_zip<T: Plain + Int>(kind: &OpKind, out: &mut [T], a: &[T], b: &[T]) -> bool {
+    use OpKind as K;
+    let bits = 8 * std::mem::size_of::<T>() as u32;
+    match kind {
+        K::Add => zip_into(out, a, b, T::wadd),
+        K::Subtract => zip_into(out, a, b, T::wsub),
+        K::Multiply => zip_into(out, a, b, T::wmul),
+        K::Divide => zip_into(out, a, b, T::xla_div),
+        K::Remainder => zip_into(out, a, b, T::xla_rem),
+        K::Maximum => zip_into(out, a, b, std::cmp::max),
+        K::Minimum => zip_into(out, a, b, std::cmp::min),
+        K::And => zip_into(out, a, b, T::bit_and),
+        K::Or => zip_into(out, a, b, T::bit_or),
+        K::Xor => zip_into(out, a, b, T::bit_xor),
+        K::ShiftLeft => zip_into(out, a, b, |x, y| shl(x, y, bits)),
+        K::ShiftRightLogical => zip_into(out, a, b, |x, y| shr_logical(x, y, bits)),
+        K::ShiftRightArithmetic => zip_into(out, a, b, |x, y| shr_arithmetic(x, y, bits)),
+        _ => return false,
+    }
+    true
 }
 
 /// `compare` on literals of a plain element type, read in place; `None` when an operand
@@ -998,15 +1020,27 @@ fn compare_fast<T: Plain>(
         return None;
     }
     let mut out = vec![0u8; n];
-    let at = |v: &[T], i: usize| if v.len() == 1 { 0 } else { i };
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from(ordering_matches(dir, cmp(&av[at(&av, i)], &bv[at(&bv, i)])));
-    }
+    compare_into(dir, &cmp, &av, &bv, &mut out);
     Some(Literal::new(TensorType::new(shape, ElementType::Pred), out))
 }
 
+/// `out[i] = a[i] dir b[i]` as 0/1 bytes under the order `cmp` (an operand of one element
+/// broadcasts).
+pub(crate) fn compare_into<T>(
+    dir: ComparisonDirection,
+    cmp: &impl Fn(&T, &T) -> Option<Ordering>,
+    a: &[T],
+    b: &[T],
+    out: &mut [u8],
+) {
+    let at = |v: &[T], i: usize| if v.len() == 1 { 0 } else { i };
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from(ordering_matches(dir, cmp(&a[at(a, i)], &b[at(b, i)])));
+    }
+}
+
 /// The order of integers, as `compare_fast` takes it.
-fn total_order<T: Ord>(x: &T, y: &T) -> Option<Ordering> {
+pub(crate) fn total_order<T: Ord>(x: &T, y: &T) -> Option<Ordering> {
     Some(x.cmp(y))
 }
 

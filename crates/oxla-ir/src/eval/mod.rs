@@ -36,6 +36,7 @@ mod plan;
 mod pool;
 mod rng;
 mod rows;
+mod small_loop;
 mod sort;
 #[cfg(test)]
 mod testing;
@@ -210,6 +211,21 @@ pub fn row_groups(module: &Module, name: &str) -> Vec<usize> {
         .collect()
 }
 
+/// For each `while` in the body of function `name` (its entry block), whether it compiles to
+/// a register program ([`EvalOptions::fuse`] runs it so).
+pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
+    let Some(func) = module.function(name) else {
+        return Vec::new();
+    };
+    func.body
+        .blocks
+        .iter()
+        .flat_map(|b| &b.ops)
+        .filter(|op| op.kind == OpKind::While)
+        .map(|op| small_loop::compile(module, func, op).is_some())
+        .collect()
+}
+
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
 /// cpu lowering rules call, the sharding custom calls, and targets registered with
@@ -318,6 +334,9 @@ struct Interp<'m> {
     options: EvalOptions,
     /// Whether blocks may run row groups ([`rows`]); off inside a row group's slabs.
     row_tiling: bool,
+    /// Compiled small loops ([`small_loop`]) by `while` op address; `None` for loops that
+    /// do not qualify.
+    loops: AddrMap<Option<Rc<small_loop::LoopProgram>>>,
 }
 
 /// One function activation: the function and its value table.
@@ -342,6 +361,7 @@ impl<'m> Interp<'m> {
             collective_sequence: 0,
             options,
             row_tiling: true,
+            loops: AddrMap::default(),
         }
     }
 
@@ -406,6 +426,19 @@ impl<'m> Interp<'m> {
             [block] => self.block_plan(func, block).arg_used.clone(),
             _ => Vec::new(),
         }
+    }
+
+    /// The compiled form of the `while` op `op` of `func`, when it has one (only with
+    /// [`EvalOptions::fuse`]).
+    fn loop_program(&mut self, func: &Function, op: &Op) -> Option<Rc<small_loop::LoopProgram>> {
+        if !self.options.fuse {
+            return None;
+        }
+        let module = self.module;
+        self.loops
+            .entry(op as *const Op as usize)
+            .or_insert_with(|| small_loop::compile(module, func, op).map(Rc::new))
+            .clone()
     }
 
     fn block_plan(&mut self, func: &Function, block: &Block) -> Rc<BlockPlan> {

@@ -1,0 +1,536 @@
+//! Small loops compiled to a register program.
+//!
+//! A `while` whose condition and body (with the functions they call inlined) only do
+//! elementwise work on small tensors — a `fori_loop` counter and a state vector, say —
+//! would pay the interpreter's per-op cost (result allocation, value-table traffic,
+//! dispatch on the op kind and its attributes) on every iteration. [`LoopProgram`]
+//! resolves all of that once: every value gets a preallocated slot, constants and
+//! broadcasts of constants are computed once, and each iteration runs a flat list of
+//! instructions that read and write slots in place.
+//!
+//! The instructions call the same element kernels as the op-by-op path
+//! (`Float::map_common`, `float_zip`, `int_zip`, `compare_into`), so a compiled loop gives
+//! the interpreter's bits. Loops with any other op, a value over [`MAX_ELEMENTS`] elements,
+//! or an element type other than f32, f64, the 32- and 64-bit integers and `i1` run in the
+//! interpreter.
+
+use super::elementwise::{
+    compare_into, float_zip, int_zip, is_binary, is_unary, total_order, Float,
+};
+use super::typed::Plain;
+use super::Value;
+use crate::attrs::{ComparisonDirection, ComparisonType};
+use crate::{Attribute, ElementType, Function, Literal, Module, Op, OpKind, TensorType, Type};
+use crate::{IrError, ValueId};
+use std::collections::HashMap;
+
+/// Values larger than this run in the interpreter, whose kernels tile and thread.
+const MAX_ELEMENTS: usize = 1024;
+
+/// How deeply calls inside a loop are inlined.
+const MAX_INLINE_DEPTH: usize = 8;
+
+/// The element types slots hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Elem {
+    F32,
+    F64,
+    S32,
+    S64,
+    U32,
+    U64,
+    Pred,
+}
+
+impl Elem {
+    fn of(et: ElementType) -> Option<Elem> {
+        Some(match et {
+            ElementType::F32 => Elem::F32,
+            ElementType::F64 => Elem::F64,
+            ElementType::S32 => Elem::S32,
+            ElementType::S64 => Elem::S64,
+            ElementType::U32 => Elem::U32,
+            ElementType::U64 => Elem::U64,
+            ElementType::Pred => Elem::Pred,
+            _ => return None,
+        })
+    }
+}
+
+/// One slot: a value's type and its bytes, in 8-byte words so every typed view is aligned.
+#[derive(Clone, Debug)]
+struct Slot {
+    ty: TensorType,
+    elem: Elem,
+    len: usize,
+    bytes: usize,
+}
+
+/// One instruction over slots.
+#[derive(Clone, Debug)]
+enum Inst {
+    Unary(OpKind, usize, usize),
+    Binary(OpKind, usize, usize, usize),
+    /// Direction, total order, the operands' element type, operands, destination.
+    Compare(ComparisonDirection, bool, Elem, usize, usize, usize),
+    Select(usize, usize, usize, usize),
+    /// `dst` = every element `src`'s single one, or `src`'s bytes (broadcasts, reshapes).
+    Fill(usize, usize),
+}
+
+/// A compiled `while`.
+#[derive(Debug)]
+pub(crate) struct LoopProgram {
+    slots: Vec<Slot>,
+    /// Slots computed once before the first iteration (constants and what only they feed),
+    /// with their bytes.
+    fixed: Vec<(usize, Vec<u8>)>,
+    /// Instructions computed once, after `fixed`, before the first iteration.
+    hoisted: Vec<Inst>,
+    cond: Vec<Inst>,
+    cond_result: usize,
+    body: Vec<Inst>,
+    body_results: Vec<usize>,
+    /// The slots of the loop-carried values.
+    state: Vec<usize>,
+}
+
+/// Builds a [`LoopProgram`].
+struct Builder<'m> {
+    module: &'m Module,
+    slots: Vec<Slot>,
+    fixed: Vec<(usize, Vec<u8>)>,
+    hoisted: Vec<Inst>,
+    /// Whether each slot is loop-invariant (computable before the loop).
+    invariant: Vec<bool>,
+}
+
+impl<'m> Builder<'m> {
+    fn slot(&mut self, ty: &Type, invariant: bool) -> Option<usize> {
+        let Type::Tensor(t) = ty else {
+            return None;
+        };
+        let len = t
+            .num_elements()
+            .filter(|&n| n <= MAX_ELEMENTS && t.is_static())?;
+        let elem = Elem::of(t.element_type)?;
+        self.slots.push(Slot {
+            ty: t.clone(),
+            elem,
+            len,
+            bytes: t.byte_size()?,
+        });
+        self.invariant.push(invariant);
+        Some(self.slots.len() - 1)
+    }
+
+    /// Compiles `ops` of `func` into `out`, with `env` mapping the values in scope to slots;
+    /// returns the slots of the terminator's operands.
+    fn block(
+        &mut self,
+        func: &'m Function,
+        ops: &'m [Op],
+        env: &mut HashMap<ValueId, usize>,
+        out: &mut Vec<Inst>,
+        depth: usize,
+    ) -> Option<Vec<usize>> {
+        use OpKind as K;
+        for op in ops {
+            if op.kind.is_terminator() {
+                return op.operands.iter().map(|v| env.get(v).copied()).collect();
+            }
+            let operands: Vec<usize> = op
+                .operands
+                .iter()
+                .map(|v| env.get(v).copied())
+                .collect::<Option<_>>()?;
+            if op.kind == K::Call {
+                if depth >= MAX_INLINE_DEPTH {
+                    return None;
+                }
+                let callee = match op.attr("callee")? {
+                    Attribute::SymbolRef(s) | Attribute::String(s) => s.trim_start_matches('@'),
+                    _ => return None,
+                };
+                let callee = self.module.function(callee)?;
+                let [block] = callee.body.blocks.as_slice() else {
+                    return None;
+                };
+                if block.arguments.len() != operands.len() {
+                    return None;
+                }
+                let mut inner: HashMap<ValueId, usize> =
+                    block.arguments.iter().copied().zip(operands).collect();
+                let results = self.block(callee, &block.ops, &mut inner, out, depth + 1)?;
+                if results.len() != op.results.len() {
+                    return None;
+                }
+                for (&r, s) in op.results.iter().zip(results) {
+                    env.insert(r, s);
+                }
+                continue;
+            }
+            if !op.regions.is_empty() || op.results.len() != 1 {
+                return None;
+            }
+            let invariant = operands.iter().all(|&s| self.invariant[s]);
+            let dst = self.slot(func.values.get(op.results[0].index())?, invariant)?;
+            env.insert(op.results[0], dst);
+            if op.kind == K::Constant {
+                let cx = super::OpCx { op, func };
+                let lit = super::shape::constant(cx).ok()?;
+                if lit.ty != self.slots[dst].ty {
+                    return None;
+                }
+                self.fixed.push((dst, lit.data.to_vec()));
+                continue;
+            }
+            let inst = self.inst(func, op, &operands, dst)?;
+            if invariant {
+                self.hoisted.push(inst);
+            } else {
+                out.push(inst);
+            }
+        }
+        None
+    }
+
+    /// The instruction for `op` (not a constant or call) writing slot `dst`.
+    fn inst(&self, func: &Function, op: &Op, operands: &[usize], dst: usize) -> Option<Inst> {
+        use OpKind as K;
+        let out = &self.slots[dst];
+        let slot = |i: usize| &self.slots[operands[i]];
+        // Operands of an elementwise op: the result's element type (or `et`) and its
+        // element count, or a single element that broadcasts.
+        let fits = |i: usize, elem: Elem| {
+            let s = slot(i);
+            s.elem == elem && (s.len == out.len || s.len == 1)
+        };
+        Some(match &op.kind {
+            k if is_unary(k) && operands.len() == 1 => {
+                let probe_ok = match out.elem {
+                    Elem::F32 => f32::map_common(&[0.0], &mut [0.0], k),
+                    Elem::F64 => f64::map_common(&[0.0], &mut [0.0], k),
+                    _ => false,
+                };
+                if !probe_ok || slot(0).elem != out.elem || slot(0).len != out.len {
+                    return None;
+                }
+                Inst::Unary(k.clone(), operands[0], dst)
+            }
+            k if is_binary(k) && operands.len() == 2 => {
+                if !(fits(0, out.elem) && fits(1, out.elem)) {
+                    return None;
+                }
+                // Only the ops the slice kernels cover.
+                let supported = match out.elem {
+                    Elem::F32 => float_zip::<f32>(k, &mut [], &[], &[]),
+                    Elem::F64 => float_zip::<f64>(k, &mut [], &[], &[]),
+                    Elem::S32 => int_zip::<i32>(k, &mut [], &[], &[]),
+                    Elem::S64 => int_zip::<i64>(k, &mut [], &[], &[]),
+                    Elem::U32 => int_zip::<u32>(k, &mut [], &[], &[]),
+                    Elem::U64 => int_zip::<u64>(k, &mut [], &[], &[]),
+                    Elem::Pred => false,
+                };
+                if !supported {
+                    return None;
+                }
+                Inst::Binary(k.clone(), operands[0], operands[1], dst)
+            }
+            K::Compare if operands.len() == 2 && out.elem == Elem::Pred => {
+                let elem = slot(0).elem;
+                if elem == Elem::Pred || !(fits(0, elem) && fits(1, elem)) {
+                    return None;
+                }
+                let dir = match op.attr("comparison_direction")? {
+                    Attribute::ComparisonDirection(d) => *d,
+                    _ => return None,
+                };
+                let total = matches!(
+                    op.attr("compare_type"),
+                    Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
+                );
+                Inst::Compare(dir, total, elem, operands[0], operands[1], dst)
+            }
+            K::Select if operands.len() == 3 => {
+                if !(fits(0, Elem::Pred) && fits(1, out.elem) && fits(2, out.elem)) {
+                    return None;
+                }
+                Inst::Select(operands[0], operands[1], operands[2], dst)
+            }
+            K::BroadcastInDim | K::Reshape if operands.len() == 1 => {
+                let src = slot(0);
+                if src.elem != out.elem {
+                    return None;
+                }
+                // A broadcast of one element, or one that only adds unit dimensions (the
+                // same bytes); reshapes always keep the bytes.
+                let same_order = op.kind == K::Reshape || {
+                    let cx = super::OpCx { op, func };
+                    let dims = cx.i64s("broadcast_dimensions").ok()?;
+                    dims.windows(2).all(|w| w[0] < w[1])
+                };
+                if !(src.len == 1 || (src.len == out.len && same_order)) {
+                    return None;
+                }
+                Inst::Fill(operands[0], dst)
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// Compiles `op` (a `while` of `func`), or `None` when it does not qualify.
+pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopProgram> {
+    let [cond, body] = op.regions.as_slice() else {
+        return None;
+    };
+    let ([cond], [body]) = (cond.blocks.as_slice(), body.blocks.as_slice()) else {
+        return None;
+    };
+    let n = op.operands.len();
+    if cond.arguments.len() != n || body.arguments.len() != n || op.results.len() != n {
+        return None;
+    }
+    let mut b = Builder {
+        module,
+        slots: Vec::new(),
+        fixed: Vec::new(),
+        hoisted: Vec::new(),
+        invariant: Vec::new(),
+    };
+    let state = op
+        .operands
+        .iter()
+        .map(|v| b.slot(func.values.get(v.index())?, false))
+        .collect::<Option<Vec<_>>>()?;
+    let mut cond_env: HashMap<ValueId, usize> =
+        cond.arguments.iter().copied().zip(state.clone()).collect();
+    let mut cond_insts = Vec::new();
+    let cond_out = b.block(func, &cond.ops, &mut cond_env, &mut cond_insts, 0)?;
+    let [cond_result] = cond_out.as_slice() else {
+        return None;
+    };
+    let cs = &b.slots[*cond_result];
+    if cs.elem != Elem::Pred || cs.len != 1 {
+        return None;
+    }
+    let mut body_env: HashMap<ValueId, usize> =
+        body.arguments.iter().copied().zip(state.clone()).collect();
+    let mut body_insts = Vec::new();
+    let body_results = b.block(func, &body.ops, &mut body_env, &mut body_insts, 0)?;
+    if body_results.len() != n
+        || body_results
+            .iter()
+            .zip(&state)
+            .any(|(&r, &s)| b.slots[r].ty != b.slots[s].ty)
+    {
+        return None;
+    }
+    Some(LoopProgram {
+        slots: b.slots,
+        fixed: b.fixed,
+        hoisted: b.hoisted,
+        cond: cond_insts,
+        cond_result: *cond_result,
+        body: body_insts,
+        body_results,
+        state,
+    })
+}
+
+/// The bytes of one slot.
+fn bytes(words: &[u64], n: usize) -> &[u8] {
+    &bytemuck::cast_slice(words)[..n]
+}
+
+fn bytes_mut(words: &mut [u64], n: usize) -> &mut [u8] {
+    &mut bytemuck::cast_slice_mut(words)[..n]
+}
+
+/// The elements of a slot as `T`.
+fn view<T: Plain>(words: &[u64], len: usize) -> &[T] {
+    &bytemuck::cast_slice(words)[..len]
+}
+
+fn view_mut<T: Plain>(words: &mut [u64], len: usize) -> &mut [T] {
+    &mut bytemuck::cast_slice_mut(words)[..len]
+}
+
+impl LoopProgram {
+    /// Runs the loop from `state` (the `while` operands); `None` when a value is not the
+    /// tensor the program was compiled for (the caller then interprets the loop).
+    pub(crate) fn run(&self, state: &[Value]) -> Option<Result<Vec<Value>, IrError>> {
+        let mut mem: Vec<Vec<u64>> = self
+            .slots
+            .iter()
+            .map(|s| vec![0u64; s.bytes.div_ceil(8)])
+            .collect();
+        for (value, &s) in state.iter().zip(&self.state) {
+            let Value::Tensor(lit) = value else {
+                return None;
+            };
+            let slot = &self.slots[s];
+            if lit.ty != slot.ty || lit.data.len() != slot.bytes {
+                return None;
+            }
+            bytes_mut(&mut mem[s], slot.bytes).copy_from_slice(&lit.data);
+        }
+        for (s, data) in &self.fixed {
+            bytes_mut(&mut mem[*s], self.slots[*s].bytes).copy_from_slice(data);
+        }
+        for inst in &self.hoisted {
+            self.exec(inst, &mut mem);
+        }
+        let mut carried: Vec<Vec<u64>> = self
+            .state
+            .iter()
+            .map(|&s| vec![0u64; mem[s].len()])
+            .collect();
+        loop {
+            for inst in &self.cond {
+                self.exec(inst, &mut mem);
+            }
+            if bytes(&mem[self.cond_result], 1)[0] == 0 {
+                break;
+            }
+            for inst in &self.body {
+                self.exec(inst, &mut mem);
+            }
+            // Results may be other state slots: read them all before writing any.
+            for (c, &r) in carried.iter_mut().zip(&self.body_results) {
+                c.copy_from_slice(&mem[r]);
+            }
+            for (c, &s) in carried.iter().zip(&self.state) {
+                mem[s].copy_from_slice(c);
+            }
+        }
+        Some(
+            self.state
+                .iter()
+                .map(|&s| {
+                    let slot = &self.slots[s];
+                    Literal::new(slot.ty.clone(), bytes(&mem[s], slot.bytes).to_vec())
+                        .map(Value::Tensor)
+                })
+                .collect(),
+        )
+    }
+
+    /// Runs one instruction. Its destination is never one of its sources (SSA).
+    fn exec(&self, inst: &Inst, mem: &mut [Vec<u64>]) {
+        let dst = match inst {
+            Inst::Unary(_, _, d)
+            | Inst::Binary(_, _, _, d)
+            | Inst::Compare(_, _, _, _, _, d)
+            | Inst::Select(_, _, _, d)
+            | Inst::Fill(_, d) => *d,
+        };
+        let mut out = std::mem::take(&mut mem[dst]);
+        let o = &self.slots[dst];
+        let len = |s: usize| self.slots[s].len;
+        match inst {
+            Inst::Unary(kind, a, _) => match o.elem {
+                Elem::F32 => {
+                    f32::map_common(view(&mem[*a], o.len), view_mut(&mut out, o.len), kind);
+                }
+                _ => {
+                    f64::map_common(view(&mem[*a], o.len), view_mut(&mut out, o.len), kind);
+                }
+            },
+            Inst::Binary(kind, a, b, _) => {
+                let (a, b, la, lb) = (&mem[*a], &mem[*b], len(*a), len(*b));
+                match o.elem {
+                    Elem::F32 => {
+                        float_zip::<f32>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
+                    }
+                    Elem::F64 => {
+                        float_zip::<f64>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
+                    }
+                    Elem::S32 => {
+                        int_zip::<i32>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
+                    }
+                    Elem::S64 => {
+                        int_zip::<i64>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
+                    }
+                    Elem::U32 => {
+                        int_zip::<u32>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
+                    }
+                    Elem::U64 => {
+                        int_zip::<u64>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
+                    }
+                    Elem::Pred => false,
+                };
+            }
+            Inst::Compare(dir, total, elem, a, b, _) => {
+                let (la, lb) = (len(*a), len(*b));
+                let (a, b) = (&mem[*a], &mem[*b]);
+                let out = bytes_mut(&mut out, o.len);
+                match ((), *elem) {
+                    (_, Elem::F32) if *total => compare_into(
+                        *dir,
+                        &|x: &f32, y: &f32| Some(Float::total_cmp(x, y)),
+                        view(a, la),
+                        view(b, lb),
+                        out,
+                    ),
+                    (_, Elem::F64) if *total => compare_into(
+                        *dir,
+                        &|x: &f64, y: &f64| Some(Float::total_cmp(x, y)),
+                        view(a, la),
+                        view(b, lb),
+                        out,
+                    ),
+                    (_, Elem::F32) => {
+                        compare_into(*dir, &f32::partial_cmp, view(a, la), view(b, lb), out)
+                    }
+                    (_, Elem::F64) => {
+                        compare_into(*dir, &f64::partial_cmp, view(a, la), view(b, lb), out)
+                    }
+                    (_, Elem::S32) => {
+                        compare_into(*dir, &total_order::<i32>, view(a, la), view(b, lb), out)
+                    }
+                    (_, Elem::S64) => {
+                        compare_into(*dir, &total_order::<i64>, view(a, la), view(b, lb), out)
+                    }
+                    (_, Elem::U32) => {
+                        compare_into(*dir, &total_order::<u32>, view(a, la), view(b, lb), out)
+                    }
+                    (_, Elem::U64) => {
+                        compare_into(*dir, &total_order::<u64>, view(a, la), view(b, lb), out)
+                    }
+                    (_, Elem::Pred) => {}
+                }
+            }
+            Inst::Select(p, t, f, _) => {
+                let size = o.bytes / o.len.max(1);
+                let (lp, lt, lf) = (len(*p), len(*t), len(*f));
+                let pred = bytes(&mem[*p], lp);
+                let (tv, fv) = (bytes(&mem[*t], lt * size), bytes(&mem[*f], lf * size));
+                let out = bytes_mut(&mut out, o.bytes);
+                let at = |l: usize, i: usize| if l == 1 { 0 } else { i };
+                for (i, o) in out.chunks_exact_mut(size).enumerate() {
+                    let src = if pred[at(lp, i)] != 0 {
+                        &tv[at(lt, i) * size..][..size]
+                    } else {
+                        &fv[at(lf, i) * size..][..size]
+                    };
+                    o.copy_from_slice(src);
+                }
+            }
+            Inst::Fill(src, _) => {
+                let s = &self.slots[*src];
+                let from = bytes(&mem[*src], s.bytes);
+                let out = bytes_mut(&mut out, o.bytes);
+                if s.len == o.len {
+                    out.copy_from_slice(from);
+                } else {
+                    for chunk in out.chunks_exact_mut(s.bytes.max(1)) {
+                        chunk.copy_from_slice(from);
+                    }
+                }
+            }
+        }
+        mem[dst] = out;
+    }
+}
