@@ -352,13 +352,14 @@ fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
 
 #[test]
 fn small_loops_compile_without_changing_bits() {
-    // A fori_loop as JAX lowers it (counter, call, broadcast constants), with state that
-    // swaps, passes through, selects and compares; and loops that must stay interpreted.
+    // A fori_loop as JAX lowers it (counter, call, broadcast constants, a bound read from
+    // the enclosing function), with state that swaps, passes through, selects and
+    // compares; and loops that must stay interpreted.
     let fori = "func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>, %n: tensor<i64>) -> (tensor<16xf32>, tensor<16xf32>, tensor<i64>) {
   %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %lim = stablehlo.constant dense<37> : tensor<i32>
   %r:4 = stablehlo.while(%i = %c0, %a = %x, %b = %y, %m = %n) : tensor<i32>, tensor<16xf32>, tensor<16xf32>, tensor<i64>
   cond {
-    %lim = stablehlo.constant dense<37> : tensor<i32>
     %p = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
     stablehlo.return %p : tensor<i1>
   } do {

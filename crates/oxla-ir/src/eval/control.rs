@@ -40,7 +40,9 @@ impl<'m> Interp<'m> {
         let body = self.region(cx, 1)?;
         let mut state = self.operand_values(frame, cx, moves)?;
         if let Some(program) = self.loop_program(frame.func, cx.op) {
-            if let Some(res) = program.run(&state) {
+            let env = &frame.env;
+            let outer = |v: crate::ValueId| env.get(v.index()).and_then(|v| v.as_ref());
+            if let Some(res) = program.run(&state, outer) {
                 return res;
             }
         }

@@ -93,6 +93,9 @@ pub(crate) struct LoopProgram {
     body_results: Vec<usize>,
     /// The slots of the loop-carried values.
     state: Vec<usize>,
+    /// Values of the enclosing function the regions read (hoisted constants, say), with
+    /// their slots: filled once before the first iteration.
+    captures: Vec<(ValueId, usize)>,
 }
 
 /// Builds a [`LoopProgram`].
@@ -103,6 +106,7 @@ struct Builder<'m> {
     hoisted: Vec<Inst>,
     /// Whether each slot is loop-invariant (computable before the loop).
     invariant: Vec<bool>,
+    captures: Vec<(ValueId, usize)>,
 }
 
 impl<'m> Builder<'m> {
@@ -124,6 +128,16 @@ impl<'m> Builder<'m> {
         Some(self.slots.len() - 1)
     }
 
+    /// The slot of `v`, a value of the enclosing function read inside the loop.
+    fn capture(&mut self, func: &Function, v: ValueId) -> Option<usize> {
+        if let Some(&(_, s)) = self.captures.iter().find(|(c, _)| *c == v) {
+            return Some(s);
+        }
+        let s = self.slot(func.values.get(v.index())?, true)?;
+        self.captures.push((v, s));
+        Some(s)
+    }
+
     /// Compiles `ops` of `func` into `out`, with `env` mapping the values in scope to slots;
     /// returns the slots of the terminator's operands.
     fn block(
@@ -137,13 +151,26 @@ impl<'m> Builder<'m> {
         use OpKind as K;
         for op in ops {
             if op.kind.is_terminator() {
-                return op.operands.iter().map(|v| env.get(v).copied()).collect();
+                let mut results = Vec::with_capacity(op.operands.len());
+                for v in &op.operands {
+                    results.push(match env.get(v) {
+                        Some(&s) => s,
+                        None if depth == 0 => self.capture(func, *v)?,
+                        None => return None,
+                    });
+                }
+                return Some(results);
             }
-            let operands: Vec<usize> = op
-                .operands
-                .iter()
-                .map(|v| env.get(v).copied())
-                .collect::<Option<_>>()?;
+            let mut operands = Vec::with_capacity(op.operands.len());
+            for v in &op.operands {
+                let slot = match env.get(v) {
+                    Some(&s) => s,
+                    // The loop's own regions may read values of the enclosing function.
+                    None if depth == 0 => self.capture(func, *v)?,
+                    None => return None,
+                };
+                operands.push(slot);
+            }
             if op.kind == K::Call {
                 if depth >= MAX_INLINE_DEPTH {
                     return None;
@@ -298,6 +325,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         fixed: Vec::new(),
         hoisted: Vec::new(),
         invariant: Vec::new(),
+        captures: Vec::new(),
     };
     let state = op
         .operands
@@ -336,6 +364,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         body: body_insts,
         body_results,
         state,
+        captures: b.captures,
     })
 }
 
@@ -358,16 +387,23 @@ fn view_mut<T: Plain>(words: &mut [u64], len: usize) -> &mut [T] {
 }
 
 impl LoopProgram {
-    /// Runs the loop from `state` (the `while` operands); `None` when a value is not the
-    /// tensor the program was compiled for (the caller then interprets the loop).
-    pub(crate) fn run(&self, state: &[Value]) -> Option<Result<Vec<Value>, IrError>> {
+    /// Runs the loop from `state` (the `while` operands), reading captured values through
+    /// `outer`; `None` when a value is not the tensor the program was compiled for (the
+    /// caller then interprets the loop).
+    pub(crate) fn run<'v>(
+        &self,
+        state: &[Value],
+        outer: impl Fn(ValueId) -> Option<&'v Value>,
+    ) -> Option<Result<Vec<Value>, IrError>> {
         let mut mem: Vec<Vec<u64>> = self
             .slots
             .iter()
             .map(|s| vec![0u64; s.bytes.div_ceil(8)])
             .collect();
-        for (value, &s) in state.iter().zip(&self.state) {
-            let Value::Tensor(lit) = value else {
+        let captured = self.captures.iter().map(|&(v, s)| (outer(v), s));
+        let carried = state.iter().map(Some).zip(self.state.iter().copied());
+        for (value, s) in carried.chain(captured) {
+            let Some(Value::Tensor(lit)) = value else {
                 return None;
             };
             let slot = &self.slots[s];
