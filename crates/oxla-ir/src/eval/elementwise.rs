@@ -837,16 +837,16 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
     if out_et == et {
         let kind = &cx.op.kind;
         let fast = match et {
-            ElementType::F32 => float_binary_fast::<f32>(kind, a, b, &shape, n),
-            ElementType::F64 => float_binary_fast::<f64>(kind, a, b, &shape, n),
-            ElementType::S8 => int_binary_fast::<i8>(kind, a, b, &shape, n),
-            ElementType::S16 => int_binary_fast::<i16>(kind, a, b, &shape, n),
-            ElementType::S32 => int_binary_fast::<i32>(kind, a, b, &shape, n),
-            ElementType::S64 => int_binary_fast::<i64>(kind, a, b, &shape, n),
-            ElementType::U8 => int_binary_fast::<u8>(kind, a, b, &shape, n),
-            ElementType::U16 => int_binary_fast::<u16>(kind, a, b, &shape, n),
-            ElementType::U32 => int_binary_fast::<u32>(kind, a, b, &shape, n),
-            ElementType::U64 => int_binary_fast::<u64>(kind, a, b, &shape, n),
+            ElementType::F32 => binary_fast(kind, a, b, &shape, n, float_zip::<f32>),
+            ElementType::F64 => binary_fast(kind, a, b, &shape, n, float_zip::<f64>),
+            ElementType::S8 => binary_fast(kind, a, b, &shape, n, int_zip::<i8>),
+            ElementType::S16 => binary_fast(kind, a, b, &shape, n, int_zip::<i16>),
+            ElementType::S32 => binary_fast(kind, a, b, &shape, n, int_zip::<i32>),
+            ElementType::S64 => binary_fast(kind, a, b, &shape, n, int_zip::<i64>),
+            ElementType::U8 => binary_fast(kind, a, b, &shape, n, int_zip::<u8>),
+            ElementType::U16 => binary_fast(kind, a, b, &shape, n, int_zip::<u16>),
+            ElementType::U32 => binary_fast(kind, a, b, &shape, n, int_zip::<u32>),
+            ElementType::U64 => binary_fast(kind, a, b, &shape, n, int_zip::<u64>),
             _ => None,
         };
         if let Some(res) = fast {
@@ -896,34 +896,6 @@ fn zip_into<T: Copy>(out: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T) -> T) {
     }
 }
 
-/// The common float binary ops on f32/f64 literals without decoding: the operands are
-/// read in place and the result written in place. `None` for other ops (or operand sizes
-/// that do not fit `n`), which take the general path.
-fn float_binary_fast<T: Plain + Float>(
-    kind: &OpKind,
-    a: &Literal,
-    b: &Literal,
-    shape: &[i64],
-    n: usize,
-) -> Option<Result<Literal, IrError>> {
-    use OpKind as K;
-    if !matches!(
-        kind,
-        K::Add | K::Subtract | K::Multiply | K::Divide | K::Maximum | K::Minimum | K::Power
-    ) {
-        return None;
-    }
-    let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
-    let fits = |len: usize| len == n || (len == 1 && n > 0);
-    if !fits(av.len()) || !fits(bv.len()) {
-        return None;
-    }
-    let ty = TensorType::new(shape.to_vec(), T::ET);
-    Some(typed::build::<T>(ty, n, |out| {
-        float_zip(kind, out, &av, &bv);
-    }))
-}
-
 /// `out[i] = a[i] op b[i]` for the common float binary ops (an operand of one element
 /// broadcasts); false, writing nothing, for the others.
 pub(crate) fn float_zip<T: Float>(kind: &OpKind, out: &mut [T], a: &[T], b: &[T]) -> bool {
@@ -941,32 +913,20 @@ pub(crate) fn float_zip<T: Float>(kind: &OpKind, out: &mut [T], a: &[T], b: &[T]
     true
 }
 
-/// The common integer binary ops on literals of a plain integer type, read and written in
-/// place (the same element functions as [`int_binary`]); `None` for the other ops.
-fn int_binary_fast<T: Plain + Int>(
+/// A binary op on literals of a plain type `T` without decoding: `zip` (`float_zip` or
+/// `int_zip`) reads the operands in place and writes the result in place. `None` for the
+/// ops `zip` does not cover, or operand sizes that do not fit `n`; they take the general
+/// path.
+fn binary_fast<T: Plain>(
     kind: &OpKind,
     a: &Literal,
     b: &Literal,
     shape: &[i64],
     n: usize,
+    zip: impl Fn(&OpKind, &mut [T], &[T], &[T]) -> bool,
 ) -> Option<Result<Literal, IrError>> {
-    use OpKind as K;
-    if !matches!(
-        kind,
-        K::Add
-            | K::Subtract
-            | K::Multiply
-            | K::Divide
-            | K::Remainder
-            | K::Maximum
-            | K::Minimum
-            | K::And
-            | K::Or
-            | K::Xor
-            | K::ShiftLeft
-            | K::ShiftRightLogical
-            | K::ShiftRightArithmetic
-    ) {
+    // On empty slices `zip` only says whether it covers the op.
+    if !zip(kind, &mut [], &[], &[]) {
         return None;
     }
     let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
@@ -976,7 +936,7 @@ fn int_binary_fast<T: Plain + Int>(
     }
     let ty = TensorType::new(shape.to_vec(), T::ET);
     Some(typed::build::<T>(ty, n, |out| {
-        int_zip(kind, out, &av, &bv);
+        zip(kind, out, &av, &bv);
     }))
 }
 
