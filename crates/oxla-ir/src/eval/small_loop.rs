@@ -227,11 +227,12 @@ impl<'m> Builder<'m> {
         use OpKind as K;
         let out = &self.slots[dst];
         let slot = |i: usize| &self.slots[operands[i]];
-        // Operands of an elementwise op: the result's element type (or `et`) and its
-        // element count, or a single element that broadcasts.
+        // Operands of an elementwise op: the given element type and the result's element
+        // count, or a single element that broadcasts; one of them must be full-sized.
+        let full = (0..operands.len()).any(|i| slot(i).len == out.len);
         let fits = |i: usize, elem: Elem| {
             let s = slot(i);
-            s.elem == elem && (s.len == out.len || s.len == 1)
+            full && s.elem == elem && (s.len == out.len || s.len == 1)
         };
         Some(match &op.kind {
             k if is_unary(k) && operands.len() == 1 => {
