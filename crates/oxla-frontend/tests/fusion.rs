@@ -439,6 +439,29 @@ func.func private @step(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32
 }
 
 #[test]
+fn transposed_products_fold_without_changing_bits() {
+    // Weight gradients as JAX lowers them: a product over the batch dimension, then a
+    // transpose; and one whose product is also returned, which must not fold.
+    let text = "func.func @main(%g: tensor<64x48xf32>, %x: tensor<64x80xf32>, %w: tensor<80x48xf32>) -> (tensor<80x48xf32>, tensor<48x64xf32>, tensor<64x48xf32>) {
+  %d = stablehlo.dot_general %g, %x, contracting_dims = [0] x [0] : (tensor<64x48xf32>, tensor<64x80xf32>) -> tensor<48x80xf32>
+  %t = stablehlo.transpose %d, dims = [1, 0] : (tensor<48x80xf32>) -> tensor<80x48xf32>
+  %e = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<64x80xf32>, tensor<80x48xf32>) -> tensor<64x48xf32>
+  %u = stablehlo.transpose %e, dims = [1, 0] : (tensor<64x48xf32>) -> tensor<48x64xf32>
+  return %t, %u, %e : tensor<80x48xf32>, tensor<48x64xf32>, tensor<64x48xf32>
+}
+";
+    let module = parse_text(text).expect("parses");
+    let mut rng = Rng(13);
+    for _ in 0..5 {
+        let args: Vec<Literal> = [vec![64, 48], vec![64, 80], vec![80, 48]]
+            .into_iter()
+            .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
+            .collect();
+        assert_fusion_invisible(&module, &args, "transposed products");
+    }
+}
+
+#[test]
 fn golden_jax_programs_give_the_same_bits_fused() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/filetests/roundtrip");
     let mut files: Vec<_> = std::fs::read_dir(&dir)

@@ -480,6 +480,18 @@ impl<'m> Interp<'m> {
                 }
                 Step::Fused(kernel) => exec_fused(frame, kernel)?,
                 Step::Rows(kernel) => self.exec_rows(frame, kernel)?,
+                Step::SwappedDot(op) => {
+                    let cx = OpCx {
+                        op,
+                        func: frame.func,
+                    };
+                    let args = [
+                        tensor_operand(frame, cx, op.operands[0])?,
+                        tensor_operand(frame, cx, op.operands[1])?,
+                    ];
+                    let result = tensor_op(cx, &args)?;
+                    set_value(frame, op.results[0], Value::Tensor(result))?;
+                }
             }
             for v in &plan.frees[i] {
                 if let Some(Some(Value::Tensor(lit))) =

@@ -3,7 +3,7 @@
 
 use super::fused::{collect_uses, find_groups, FusedKernel};
 use super::rows::{find_row_groups, RowKernel};
-use crate::{Block, Function, ValueId};
+use crate::{Block, Function, Op, OpKind, Type, ValueId};
 use std::collections::HashMap;
 
 /// One step of a block.
@@ -14,6 +14,71 @@ pub(crate) enum Step {
     Fused(Box<FusedKernel>),
     /// A row group, run slab by slab.
     Rows(Box<RowKernel>),
+    /// A 2-D `dot_general` whose only use is a `transpose` by `[1, 0]`, as one product with
+    /// its operands swapped that writes the transpose's result (this op).
+    SwappedDot(Box<Op>),
+}
+
+/// The `dot_general`s of `block` that [`Step::SwappedDot`] can replace, with their
+/// transposes: `(dot index, transpose index, swapped op)`.
+fn swapped_dots(func: &Function, block: &Block) -> Vec<(usize, usize, Op)> {
+    let mut uses: HashMap<ValueId, usize> = HashMap::new();
+    for op in &block.ops {
+        let mut u = Vec::new();
+        collect_uses(op, &mut u);
+        for v in u {
+            *uses.entry(v).or_default() += 1;
+        }
+    }
+    let mut found = Vec::new();
+    for (i, dot) in block.ops.iter().enumerate() {
+        let [result] = dot.results.as_slice() else {
+            continue;
+        };
+        let cx = super::OpCx { op: dot, func };
+        let no_batch = cx
+            .i64s_or("lhs_batching_dimensions", Vec::new())
+            .is_ok_and(|b| b.is_empty())
+            && cx
+                .i64s_or("rhs_batching_dimensions", Vec::new())
+                .is_ok_and(|b| b.is_empty());
+        let rank2 =
+            matches!(func.values.get(result.index()), Some(Type::Tensor(t)) if t.rank() == 2);
+        if dot.kind != OpKind::DotGeneral || dot.operands.len() != 2 || !no_batch || !rank2 {
+            continue;
+        }
+        if uses.get(result) != Some(&1) {
+            continue;
+        }
+        let Some(j) = block.ops[i + 1..]
+            .iter()
+            .position(|op| op.operands.contains(result))
+            .map(|k| i + 1 + k)
+        else {
+            continue;
+        };
+        let t = &block.ops[j];
+        let tcx = super::OpCx { op: t, func };
+        let swap = t.kind == OpKind::Transpose
+            && t.operands.len() == 1
+            && t.results.len() == 1
+            && tcx.i64s("permutation").is_ok_and(|p| p == [1, 0]);
+        if !swap {
+            continue;
+        }
+        let mut op = dot.clone();
+        op.operands.swap(0, 1);
+        op.results = t.results.clone();
+        for (name, _) in &mut op.attributes {
+            if let Some(rest) = name.strip_prefix("lhs_") {
+                *name = format!("rhs_{rest}");
+            } else if let Some(rest) = name.strip_prefix("rhs_") {
+                *name = format!("lhs_{rest}");
+            }
+        }
+        found.push((i, j, op));
+    }
+    found
 }
 
 /// How a block runs.
@@ -52,8 +117,25 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
         runs_at.insert(last, kernels.len());
         kernels.push(Some(kernel));
     }
+    let mut swapped: HashMap<usize, Op> = HashMap::new();
+    let mut folded = vec![false; block.ops.len()];
+    if fuse {
+        for (i, j, op) in swapped_dots(func, block) {
+            if !row_groups.in_group[i] && !row_groups.in_group[j] && groups.of_op[j].is_none() {
+                swapped.insert(i, op);
+                folded[j] = true;
+            }
+        }
+    }
     let mut steps = Vec::with_capacity(block.ops.len());
-    for i in 0..block.ops.len() {
+    for (i, &folded) in folded.iter().enumerate() {
+        if let Some(op) = swapped.remove(&i) {
+            steps.push(Step::SwappedDot(Box::new(op)));
+            continue;
+        }
+        if folded {
+            continue;
+        }
         if row_groups.in_group[i] {
             if let Some(kernel) = row_runs_at.get(&i).and_then(|&k| row_kernels[k].take()) {
                 steps.push(Step::Rows(Box::new(kernel)));
@@ -89,6 +171,10 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
             Step::Rows(k) => {
                 uses.push(k.input_values().to_vec());
                 defs.push(k.output_values().to_vec());
+            }
+            Step::SwappedDot(op) => {
+                uses.push(op.operands.clone());
+                defs.push(op.results.clone());
             }
         }
     }
@@ -130,7 +216,7 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
                     .filter(|v| op.operands.contains(v) && !inner.contains(v))
                     .collect()
             }
-            Step::Fused(_) | Step::Rows(_) => Vec::new(),
+            Step::Fused(_) | Step::Rows(_) | Step::SwappedDot(_) => Vec::new(),
         })
         .collect();
     let arg_used = block
