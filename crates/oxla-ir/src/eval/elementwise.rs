@@ -835,21 +835,7 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
     let shape = common_shape(cx, &[a, b])?;
     let n = num_elements(&shape);
     if out_et == et {
-        let kind = &cx.op.kind;
-        let fast = match et {
-            ElementType::F32 => binary_fast(kind, a, b, &shape, n, float_zip::<f32>),
-            ElementType::F64 => binary_fast(kind, a, b, &shape, n, float_zip::<f64>),
-            ElementType::S8 => binary_fast(kind, a, b, &shape, n, int_zip::<i8>),
-            ElementType::S16 => binary_fast(kind, a, b, &shape, n, int_zip::<i16>),
-            ElementType::S32 => binary_fast(kind, a, b, &shape, n, int_zip::<i32>),
-            ElementType::S64 => binary_fast(kind, a, b, &shape, n, int_zip::<i64>),
-            ElementType::U8 => binary_fast(kind, a, b, &shape, n, int_zip::<u8>),
-            ElementType::U16 => binary_fast(kind, a, b, &shape, n, int_zip::<u16>),
-            ElementType::U32 => binary_fast(kind, a, b, &shape, n, int_zip::<u32>),
-            ElementType::U64 => binary_fast(kind, a, b, &shape, n, int_zip::<u64>),
-            _ => None,
-        };
-        if let Some(res) = fast {
+        if let Some(res) = binary_fast(&cx.op.kind, a, b, &shape, n) {
             return res;
         }
     }
@@ -913,31 +899,80 @@ pub(crate) fn float_zip<T: Float>(kind: &OpKind, out: &mut [T], a: &[T], b: &[T]
     true
 }
 
-/// A binary op on literals of a plain type `T` without decoding: `zip` (`float_zip` or
-/// `int_zip`) reads the operands in place and writes the result in place. `None` for the
-/// ops `zip` does not cover, or operand sizes that do not fit `n`; they take the general
+/// A binary op on literals of a plain element type without decoding: [`zip_bytes`] reads
+/// the operands in place and writes the result in place. `None` for the ops and element
+/// types it does not cover, or operand sizes that do not fit `n`; they take the general
 /// path.
-fn binary_fast<T: Plain>(
+fn binary_fast(
     kind: &OpKind,
     a: &Literal,
     b: &Literal,
     shape: &[i64],
     n: usize,
-    zip: impl Fn(&OpKind, &mut [T], &[T], &[T]) -> bool,
 ) -> Option<Result<Literal, IrError>> {
-    // On empty slices `zip` only says whether it covers the op.
-    if !zip(kind, &mut [], &[], &[]) {
+    let et = a.ty.element_type;
+    // On empty slices `zip_bytes` only says whether it covers the op.
+    if !zip_bytes(et, kind, &mut [], &[], &[]) || !fits_plain(et, n, &[a, b]) {
         return None;
     }
-    let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
-    let fits = |len: usize| len == n || (len == 1 && n > 0);
-    if !fits(av.len()) || !fits(bv.len()) {
+    let mut data = super::pool::take_zeroed(n * et.byte_size());
+    if !zip_bytes(et, kind, &mut data, &a.data, &b.data) {
         return None;
     }
-    let ty = TensorType::new(shape.to_vec(), T::ET);
-    Some(typed::build::<T>(ty, n, |out| {
-        zip(kind, out, &av, &bv);
-    }))
+    Some(Literal::new(TensorType::new(shape.to_vec(), et), data))
+}
+
+/// Whether each operand holds `n` elements of `et`, or one that broadcasts.
+fn fits_plain(et: ElementType, n: usize, operands: &[&Literal]) -> bool {
+    operands.iter().all(|lit| {
+        let len = lit.data.len() / et.byte_size();
+        len == n || (len == 1 && n > 0)
+    })
+}
+
+/// [`float_zip`] or [`int_zip`] on the little-endian bytes of elements of `et` (an operand
+/// of one element broadcasts; `out` is written in place). False, writing nothing, for the
+/// element types and ops they do not cover, or an `out` that cannot be viewed as `et`.
+pub(crate) fn zip_bytes(
+    et: ElementType,
+    kind: &OpKind,
+    out: &mut [u8],
+    a: &[u8],
+    b: &[u8],
+) -> bool {
+    fn go<T: Plain>(
+        zip: impl Fn(&OpKind, &mut [T], &[T], &[T]) -> bool,
+        kind: &OpKind,
+        out: &mut [u8],
+        a: &[u8],
+        b: &[u8],
+    ) -> bool {
+        if !cfg!(target_endian = "little") || !zip(kind, &mut [], &[], &[]) {
+            return false;
+        }
+        // Nothing to write (an empty slice need not be aligned for `T`).
+        if out.is_empty() {
+            return true;
+        }
+        match bytemuck::try_cast_slice_mut::<u8, T>(out) {
+            Ok(out) => zip(kind, out, &typed::view_bytes(a), &typed::view_bytes(b)),
+            Err(_) => false,
+        }
+    }
+    use ElementType as E;
+    match et {
+        E::F32 => go(float_zip::<f32>, kind, out, a, b),
+        E::F64 => go(float_zip::<f64>, kind, out, a, b),
+        E::S8 => go(int_zip::<i8>, kind, out, a, b),
+        E::S16 => go(int_zip::<i16>, kind, out, a, b),
+        E::S32 => go(int_zip::<i32>, kind, out, a, b),
+        E::S64 => go(int_zip::<i64>, kind, out, a, b),
+        E::U8 => go(int_zip::<u8>, kind, out, a, b),
+        E::U16 => go(int_zip::<u16>, kind, out, a, b),
+        E::U32 => go(int_zip::<u32>, kind, out, a, b),
+        E::U64 => go(int_zip::<u64>, kind, out, a, b),
+        _ => false,
+    }
 }
 
 /// `out[i] = a[i] op b[i]` for the common binary ops on a plain integer type (an operand of
@@ -964,24 +999,49 @@ pub(crate) fn int_zip<T: Plain + Int>(kind: &OpKind, out: &mut [T], a: &[T], b: 
     true
 }
 
-/// `compare` on literals of a plain element type, read in place; `None` when an operand
-/// cannot be viewed as `T` or does not match the result's element count.
-fn compare_fast<T: Plain>(
-    a: &Literal,
-    b: &Literal,
-    shape: Vec<i64>,
-    n: usize,
+/// `compare` on the little-endian bytes of elements of `et`, read in place, into 0/1 bytes
+/// (an operand of one element broadcasts); false, writing nothing, for element types
+/// without a plain view (`i1`, sub-byte, narrow floats, complex).
+pub(crate) fn compare_bytes(
+    et: ElementType,
     dir: ComparisonDirection,
-    cmp: impl Fn(&T, &T) -> Option<Ordering>,
-) -> Option<Result<Literal, IrError>> {
-    let (av, bv) = (typed::view::<T>(a)?, typed::view::<T>(b)?);
-    let fits = |len: usize| len == n || (len == 1 && n > 0);
-    if !fits(av.len()) || !fits(bv.len()) {
-        return None;
+    total: bool,
+    a: &[u8],
+    b: &[u8],
+    out: &mut [u8],
+) -> bool {
+    fn go<T: Plain>(
+        cmp: impl Fn(&T, &T) -> Option<Ordering>,
+        dir: ComparisonDirection,
+        a: &[u8],
+        b: &[u8],
+        out: &mut [u8],
+    ) -> bool {
+        compare_into(
+            dir,
+            &cmp,
+            &typed::view_bytes::<T>(a),
+            &typed::view_bytes(b),
+            out,
+        );
+        true
     }
-    let mut out = vec![0u8; n];
-    compare_into(dir, &cmp, &av, &bv, &mut out);
-    Some(Literal::new(TensorType::new(shape, ElementType::Pred), out))
+    use ElementType as E;
+    match et {
+        E::F32 if total => go(|x: &f32, y| Some(Float::total_cmp(x, y)), dir, a, b, out),
+        E::F64 if total => go(|x: &f64, y| Some(Float::total_cmp(x, y)), dir, a, b, out),
+        E::F32 => go(f32::partial_cmp, dir, a, b, out),
+        E::F64 => go(f64::partial_cmp, dir, a, b, out),
+        E::S8 => go(total_order::<i8>, dir, a, b, out),
+        E::S16 => go(total_order::<i16>, dir, a, b, out),
+        E::S32 => go(total_order::<i32>, dir, a, b, out),
+        E::S64 => go(total_order::<i64>, dir, a, b, out),
+        E::U8 => go(total_order::<u8>, dir, a, b, out),
+        E::U16 => go(total_order::<u16>, dir, a, b, out),
+        E::U32 => go(total_order::<u32>, dir, a, b, out),
+        E::U64 => go(total_order::<u64>, dir, a, b, out),
+        _ => false,
+    }
 }
 
 /// `out[i] = a[i] dir b[i]` as 0/1 bytes under the order `cmp` (an operand of one element
@@ -1000,7 +1060,7 @@ pub(crate) fn compare_into<T>(
 }
 
 /// The order of integers, as `compare_fast` takes it.
-pub(crate) fn total_order<T: Ord>(x: &T, y: &T) -> Option<Ordering> {
+fn total_order<T: Ord>(x: &T, y: &T) -> Option<Ordering> {
     Some(x.cmp(y))
 }
 
@@ -1050,27 +1110,11 @@ pub(crate) fn compare(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal,
     }
     let shape = common_shape(cx, &[a, b])?;
     let n = num_elements(&shape);
-    let fast = match et {
-        ElementType::F32 if total => compare_fast::<f32>(a, b, shape.clone(), n, dir, |x, y| {
-            Some(Float::total_cmp(x, y))
-        }),
-        ElementType::F64 if total => compare_fast::<f64>(a, b, shape.clone(), n, dir, |x, y| {
-            Some(Float::total_cmp(x, y))
-        }),
-        ElementType::F32 => compare_fast::<f32>(a, b, shape.clone(), n, dir, f32::partial_cmp),
-        ElementType::F64 => compare_fast::<f64>(a, b, shape.clone(), n, dir, f64::partial_cmp),
-        ElementType::S8 => compare_fast::<i8>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::S16 => compare_fast::<i16>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::S32 => compare_fast::<i32>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::S64 => compare_fast::<i64>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::U8 => compare_fast::<u8>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::U16 => compare_fast::<u16>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::U32 => compare_fast::<u32>(a, b, shape.clone(), n, dir, total_order),
-        ElementType::U64 => compare_fast::<u64>(a, b, shape.clone(), n, dir, total_order),
-        _ => None,
-    };
-    if let Some(res) = fast {
-        return res;
+    if fits_plain(et, n, &[a, b]) {
+        let mut out = vec![0u8; n];
+        if compare_bytes(et, dir, total, &a.data, &b.data, &mut out) {
+            return Literal::new(TensorType::new(shape, ElementType::Pred), out);
+        }
     }
     let out = match (decode_n(a, n), decode_n(b, n)) {
         (Array::Pred(a), Array::Pred(b)) => cmp_with(&a, &b, dir, |x, y| Some(x.cmp(y))),

@@ -57,7 +57,7 @@ enum Member {
 }
 
 /// The static shape and element type of a tensor value.
-fn tensor_of(func: &Function, id: ValueId) -> Option<&TensorType> {
+pub(crate) fn tensor_of(func: &Function, id: ValueId) -> Option<&TensorType> {
     match func.values.get(id.index())? {
         Type::Tensor(t) if t.is_static() => Some(t),
         _ => None,
@@ -592,16 +592,15 @@ impl FusedKernel {
         while pos < end {
             let len = width.min(end - pos);
             for (input, src) in self.inputs.iter().zip(sources) {
-                match src {
-                    Source::F32(v) if input.in_place => {
-                        views[input.reg] = Some(&v[pos..pos + len]);
-                    }
-                    // A broadcast whose tile is one contiguous run of its source (a row
-                    // vector broadcast over rows, say) is read in place too.
-                    Source::F32(v)
-                        if contiguous_run(&self.shape, &input.strides, pos, len).is_some() =>
-                    {
-                        let at = contiguous_run(&self.shape, &input.strides, pos, len).unwrap_or(0);
+                // A broadcast whose tile is one contiguous run of its source (a row vector
+                // broadcast over rows, say) is read in place too.
+                let run = match src {
+                    Source::F32(_) if input.in_place => Some(pos),
+                    Source::F32(_) => contiguous_run(&self.shape, &input.strides, pos, len),
+                    Source::Pred(_) => None,
+                };
+                match (src, run) {
+                    (Source::F32(v), Some(at)) => {
                         views[input.reg] = Some(&v[at..at + len]);
                     }
                     _ => {

@@ -178,16 +178,18 @@ pub fn run_function_with_options(
         .collect()
 }
 
+/// Function `name` of `module` and its entry block.
+fn entry_block<'m>(module: &'m Module, name: &str) -> Option<(&'m Function, &'m Block)> {
+    let func = module.function(name)?;
+    Some((func, func.body.blocks.first()?))
+}
+
 /// The fused groups the evaluator forms in the body of function `name` (its entry block),
 /// each as the number of ops it covers; empty when the function has no such group.
 pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
-    let Some(block) = module
-        .function(name)
-        .and_then(|f| f.body.blocks.first().map(|b| (f, b)))
-    else {
+    let Some((func, block)) = entry_block(module, name) else {
         return Vec::new();
     };
-    let (func, block) = block;
     fused::find_groups(func, block, true, &[])
         .kernels
         .iter()
@@ -198,13 +200,10 @@ pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
 /// The row groups ([`EvalOptions::fuse`] runs them slab by slab) the evaluator forms in the
 /// body of function `name`, each as the number of ops it covers.
 pub fn row_groups(module: &Module, name: &str) -> Vec<usize> {
-    let Some(block) = module
-        .function(name)
-        .and_then(|f| f.body.blocks.first().map(|b| (f, b)))
-    else {
+    let Some((func, block)) = entry_block(module, name) else {
         return Vec::new();
     };
-    rows::find_row_groups(block.0, block.1)
+    rows::find_row_groups(func, block)
         .kernels
         .iter()
         .map(|(kernel, _)| kernel.num_ops())
@@ -480,18 +479,7 @@ impl<'m> Interp<'m> {
                 }
                 Step::Fused(kernel) => exec_fused(frame, kernel)?,
                 Step::Rows(kernel) => self.exec_rows(frame, kernel)?,
-                Step::SwappedDot(op) => {
-                    let cx = OpCx {
-                        op,
-                        func: frame.func,
-                    };
-                    let args = [
-                        tensor_operand(frame, cx, op.operands[0])?,
-                        tensor_operand(frame, cx, op.operands[1])?,
-                    ];
-                    let result = tensor_op(cx, &args)?;
-                    set_value(frame, op.results[0], Value::Tensor(result))?;
-                }
+                Step::SwappedDot(op) => exec_tensor_op(frame, op)?,
             }
             for v in &plan.frees[i] {
                 if let Some(Some(Value::Tensor(lit))) =
@@ -586,17 +574,7 @@ impl<'m> Interp<'m> {
                 };
                 vec![Value::Tensor(lit)]
             }
-            _ => {
-                let args = op
-                    .operands
-                    .iter()
-                    .map(|&id| tensor_operand(frame, cx, id))
-                    .collect::<Result<SmallVec<[_; 4]>, _>>()?;
-                let result = tensor_op(cx, &args)?;
-                drop(args);
-                cx.expect_results(1)?;
-                return set_value(frame, op.results[0], Value::Tensor(result));
-            }
+            _ => return exec_tensor_op(frame, op),
         };
         if results.len() != op.results.len() {
             return Err(cx.invalid(format!(
@@ -619,17 +597,7 @@ impl Interp<'_> {
         frame: &mut Frame<'_>,
         kernel: &rows::RowKernel,
     ) -> Result<(), IrError> {
-        let mut args = Vec::with_capacity(kernel.input_values().len());
-        for &id in kernel.input_values() {
-            match frame.env.get(id.index()).and_then(|v| v.as_ref()) {
-                Some(Value::Tensor(lit)) => args.push(lit),
-                _ => {
-                    return Err(IrError::Eval {
-                        detail: format!("row group input %{} has no tensor value", id.0),
-                    })
-                }
-            }
-        }
+        let args = group_inputs(frame, kernel.input_values(), "row group")?;
         let results = kernel.run(self.module, &args, self.options)?;
         for (&id, lit) in kernel.output_values().iter().zip(results) {
             set_value(frame, id, Value::Tensor(lit))?;
@@ -640,23 +608,48 @@ impl Interp<'_> {
 
 /// Runs a fused group: reads its inputs from the table and stores its outputs.
 fn exec_fused(frame: &mut Frame<'_>, kernel: &fused::FusedKernel) -> Result<(), IrError> {
-    let inputs = kernel.input_values();
-    let mut args = Vec::with_capacity(inputs.len());
-    for &id in inputs {
-        match frame.env.get(id.index()).and_then(|v| v.as_ref()) {
-            Some(Value::Tensor(lit)) => args.push(lit),
-            _ => {
-                return Err(IrError::Eval {
-                    detail: format!("fused group input %{} has no tensor value", id.0),
-                })
-            }
-        }
-    }
+    let args = group_inputs(frame, kernel.input_values(), "fused group")?;
     let results = kernel.run(&args)?;
     for (id, lit) in kernel.output_values().zip(results) {
         set_value(frame, id, Value::Tensor(lit))?;
     }
     Ok(())
+}
+
+/// Runs `op`, a [`tensor_op`] with one result, and stores its result.
+fn exec_tensor_op(frame: &mut Frame<'_>, op: &Op) -> Result<(), IrError> {
+    let cx = OpCx {
+        op,
+        func: frame.func,
+    };
+    let args = op
+        .operands
+        .iter()
+        .map(|&id| tensor_operand(frame, cx, id))
+        .collect::<Result<SmallVec<[_; 4]>, _>>()?;
+    let result = tensor_op(cx, &args)?;
+    drop(args);
+    cx.expect_results(1)?;
+    set_value(frame, op.results[0], Value::Tensor(result))
+}
+
+/// The tensor values of a group's `inputs` (`what` names the group in errors).
+fn group_inputs<'f>(
+    frame: &'f Frame<'_>,
+    inputs: &[ValueId],
+    what: &str,
+) -> Result<Vec<&'f Literal>, IrError> {
+    inputs
+        .iter()
+        .map(
+            |&id| match frame.env.get(id.index()).and_then(|v| v.as_ref()) {
+                Some(Value::Tensor(lit)) => Ok(lit),
+                _ => Err(IrError::Eval {
+                    detail: format!("{what} input %{} has no tensor value", id.0),
+                }),
+            },
+        )
+        .collect()
 }
 
 /// Gives the bytes of a dead value to the buffer cache, unless something else shares them.

@@ -12,7 +12,7 @@
 //! element is computed by the same kernels in the same order as without tiling: a
 //! reduction over trailing dimensions folds each row alone, whatever the row count.
 
-use super::fused::collect_uses;
+use super::fused::{collect_uses, tensor_of};
 use super::pool;
 use super::{Collectives, EvalOptions, Interp, SingleDevice, Value};
 use crate::{
@@ -37,14 +37,6 @@ enum Mode {
     Row,
     /// The whole operand, the same for every row.
     Whole,
-}
-
-/// The static tensor type of `id`.
-fn tensor_of(func: &Function, id: ValueId) -> Option<&TensorType> {
-    match func.values.get(id.index())? {
-        Type::Tensor(t) if t.is_static() => Some(t),
-        _ => None,
-    }
 }
 
 /// Whether `t` is row-indexed by `rows`: rank one or more with that leading extent.

@@ -9,14 +9,12 @@
 //! instructions that read and write slots in place.
 //!
 //! The instructions call the same element kernels as the op-by-op path
-//! (`Float::map_common`, `float_zip`, `int_zip`, `compare_into`), so a compiled loop gives
+//! (`Float::map_common`, `zip_bytes`, `compare_bytes`), so a compiled loop gives
 //! the interpreter's bits. Loops with any other op, a value over [`MAX_ELEMENTS`] elements,
 //! or an element type other than f32, f64, the 32- and 64-bit integers and `i1` run in the
 //! interpreter.
 
-use super::elementwise::{
-    compare_into, float_zip, int_zip, is_binary, is_unary, total_order, Float,
-};
+use super::elementwise::{compare_bytes, is_binary, is_unary, zip_bytes, Float};
 use super::typed::Plain;
 use super::Value;
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -31,37 +29,19 @@ const MAX_ELEMENTS: usize = 1024;
 const MAX_INLINE_DEPTH: usize = 8;
 
 /// The element types slots hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Elem {
-    F32,
-    F64,
-    S32,
-    S64,
-    U32,
-    U64,
-    Pred,
-}
-
-impl Elem {
-    fn of(et: ElementType) -> Option<Elem> {
-        Some(match et {
-            ElementType::F32 => Elem::F32,
-            ElementType::F64 => Elem::F64,
-            ElementType::S32 => Elem::S32,
-            ElementType::S64 => Elem::S64,
-            ElementType::U32 => Elem::U32,
-            ElementType::U64 => Elem::U64,
-            ElementType::Pred => Elem::Pred,
-            _ => return None,
-        })
-    }
+fn slot_type(et: ElementType) -> bool {
+    use ElementType as E;
+    matches!(
+        et,
+        E::F32 | E::F64 | E::S32 | E::S64 | E::U32 | E::U64 | E::Pred
+    )
 }
 
 /// One slot: a value's type and its bytes, in 8-byte words so every typed view is aligned.
 #[derive(Clone, Debug)]
 struct Slot {
     ty: TensorType,
-    elem: Elem,
+    et: ElementType,
     len: usize,
     bytes: usize,
 }
@@ -72,7 +52,7 @@ enum Inst {
     Unary(OpKind, usize, usize),
     Binary(OpKind, usize, usize, usize),
     /// Direction, total order, the operands' element type, operands, destination.
-    Compare(ComparisonDirection, bool, Elem, usize, usize, usize),
+    Compare(ComparisonDirection, bool, ElementType, usize, usize, usize),
     Select(usize, usize, usize, usize),
     /// `dst` = every element `src`'s single one, or `src`'s bytes (broadcasts, reshapes).
     Fill(usize, usize),
@@ -117,10 +97,13 @@ impl<'m> Builder<'m> {
         let len = t
             .num_elements()
             .filter(|&n| n <= MAX_ELEMENTS && t.is_static())?;
-        let elem = Elem::of(t.element_type)?;
+        let et = t.element_type;
+        if !slot_type(et) {
+            return None;
+        }
         self.slots.push(Slot {
             ty: t.clone(),
-            elem,
+            et,
             len,
             bytes: t.byte_size()?,
         });
@@ -150,26 +133,18 @@ impl<'m> Builder<'m> {
     ) -> Option<Vec<usize>> {
         use OpKind as K;
         for op in ops {
-            if op.kind.is_terminator() {
-                let mut results = Vec::with_capacity(op.operands.len());
-                for v in &op.operands {
-                    results.push(match env.get(v) {
-                        Some(&s) => s,
-                        None if depth == 0 => self.capture(func, *v)?,
-                        None => return None,
-                    });
-                }
-                return Some(results);
-            }
-            let mut operands = Vec::with_capacity(op.operands.len());
-            for v in &op.operands {
-                let slot = match env.get(v) {
-                    Some(&s) => s,
+            let operands = op
+                .operands
+                .iter()
+                .map(|&v| match env.get(&v) {
+                    Some(&s) => Some(s),
                     // The loop's own regions may read values of the enclosing function.
-                    None if depth == 0 => self.capture(func, *v)?,
-                    None => return None,
-                };
-                operands.push(slot);
+                    None if depth == 0 => self.capture(func, v),
+                    None => None,
+                })
+                .collect::<Option<Vec<usize>>>()?;
+            if op.kind.is_terminator() {
+                return Some(operands);
             }
             if op.kind == K::Call {
                 if depth >= MAX_INLINE_DEPTH {
@@ -230,44 +205,34 @@ impl<'m> Builder<'m> {
         // Operands of an elementwise op: the given element type and the result's element
         // count, or a single element that broadcasts; one of them must be full-sized.
         let full = (0..operands.len()).any(|i| slot(i).len == out.len);
-        let fits = |i: usize, elem: Elem| {
+        let fits = |i: usize, et: ElementType| {
             let s = slot(i);
-            full && s.elem == elem && (s.len == out.len || s.len == 1)
+            full && s.et == et && (s.len == out.len || s.len == 1)
         };
         Some(match &op.kind {
             k if is_unary(k) && operands.len() == 1 => {
-                let probe_ok = match out.elem {
-                    Elem::F32 => f32::map_common(&[0.0], &mut [0.0], k),
-                    Elem::F64 => f64::map_common(&[0.0], &mut [0.0], k),
+                let probe_ok = match out.et {
+                    ElementType::F32 => f32::map_common(&[0.0], &mut [0.0], k),
+                    ElementType::F64 => f64::map_common(&[0.0], &mut [0.0], k),
                     _ => false,
                 };
-                if !probe_ok || slot(0).elem != out.elem || slot(0).len != out.len {
+                if !probe_ok || slot(0).et != out.et || slot(0).len != out.len {
                     return None;
                 }
                 Inst::Unary(k.clone(), operands[0], dst)
             }
             k if is_binary(k) && operands.len() == 2 => {
-                if !(fits(0, out.elem) && fits(1, out.elem)) {
-                    return None;
-                }
-                // Only the ops the slice kernels cover.
-                let supported = match out.elem {
-                    Elem::F32 => float_zip::<f32>(k, &mut [], &[], &[]),
-                    Elem::F64 => float_zip::<f64>(k, &mut [], &[], &[]),
-                    Elem::S32 => int_zip::<i32>(k, &mut [], &[], &[]),
-                    Elem::S64 => int_zip::<i64>(k, &mut [], &[], &[]),
-                    Elem::U32 => int_zip::<u32>(k, &mut [], &[], &[]),
-                    Elem::U64 => int_zip::<u64>(k, &mut [], &[], &[]),
-                    Elem::Pred => false,
-                };
-                if !supported {
+                // Only the ops and types the slice kernels cover (asked on empty slices).
+                if !(fits(0, out.et) && fits(1, out.et) && zip_bytes(out.et, k, &mut [], &[], &[]))
+                {
                     return None;
                 }
                 Inst::Binary(k.clone(), operands[0], operands[1], dst)
             }
-            K::Compare if operands.len() == 2 && out.elem == Elem::Pred => {
-                let elem = slot(0).elem;
-                if elem == Elem::Pred || !(fits(0, elem) && fits(1, elem)) {
+            K::Compare if operands.len() == 2 && out.et == ElementType::Pred => {
+                let et = slot(0).et;
+                let covered = compare_bytes(et, ComparisonDirection::Eq, false, &[], &[], &mut []);
+                if !(covered && fits(0, et) && fits(1, et)) {
                     return None;
                 }
                 let dir = match op.attr("comparison_direction")? {
@@ -278,17 +243,17 @@ impl<'m> Builder<'m> {
                     op.attr("compare_type"),
                     Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
                 );
-                Inst::Compare(dir, total, elem, operands[0], operands[1], dst)
+                Inst::Compare(dir, total, et, operands[0], operands[1], dst)
             }
             K::Select if operands.len() == 3 => {
-                if !(fits(0, Elem::Pred) && fits(1, out.elem) && fits(2, out.elem)) {
+                if !(fits(0, ElementType::Pred) && fits(1, out.et) && fits(2, out.et)) {
                     return None;
                 }
                 Inst::Select(operands[0], operands[1], operands[2], dst)
             }
             K::BroadcastInDim | K::Reshape if operands.len() == 1 => {
                 let src = slot(0);
-                if src.elem != out.elem {
+                if src.et != out.et {
                     return None;
                 }
                 // A broadcast of one element, or one that only adds unit dimensions (the
@@ -310,6 +275,10 @@ impl<'m> Builder<'m> {
 
 /// Compiles `op` (a `while` of `func`), or `None` when it does not qualify.
 pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopProgram> {
+    // Slots are viewed as native elements; literal bytes are little-endian.
+    if cfg!(target_endian = "big") {
+        return None;
+    }
     let [cond, body] = op.regions.as_slice() else {
         return None;
     };
@@ -341,7 +310,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         return None;
     };
     let cs = &b.slots[*cond_result];
-    if cs.elem != Elem::Pred || cs.len != 1 {
+    if cs.et != ElementType::Pred || cs.len != 1 {
         return None;
     }
     let mut body_env: HashMap<ValueId, usize> =
@@ -376,6 +345,11 @@ fn bytes(words: &[u64], n: usize) -> &[u8] {
 
 fn bytes_mut(words: &mut [u64], n: usize) -> &mut [u8] {
     &mut bytemuck::cast_slice_mut(words)[..n]
+}
+
+/// The bytes of slot `s` in `mem`.
+fn slot_bytes<'a>(mem: &'a [Vec<u64>], slots: &[Slot], s: usize) -> &'a [u8] {
+    bytes(&mem[s], slots[s].bytes)
 }
 
 /// The elements of a slot as `T`.
@@ -467,8 +441,8 @@ impl LoopProgram {
         let o = &self.slots[dst];
         let len = |s: usize| self.slots[s].len;
         match inst {
-            Inst::Unary(kind, a, _) => match o.elem {
-                Elem::F32 => {
+            Inst::Unary(kind, a, _) => match o.et {
+                ElementType::F32 => {
                     f32::map_common(view(&mem[*a], o.len), view_mut(&mut out, o.len), kind);
                 }
                 _ => {
@@ -476,68 +450,18 @@ impl LoopProgram {
                 }
             },
             Inst::Binary(kind, a, b, _) => {
-                let (a, b, la, lb) = (&mem[*a], &mem[*b], len(*a), len(*b));
-                match o.elem {
-                    Elem::F32 => {
-                        float_zip::<f32>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
-                    }
-                    Elem::F64 => {
-                        float_zip::<f64>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
-                    }
-                    Elem::S32 => {
-                        int_zip::<i32>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
-                    }
-                    Elem::S64 => {
-                        int_zip::<i64>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
-                    }
-                    Elem::U32 => {
-                        int_zip::<u32>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
-                    }
-                    Elem::U64 => {
-                        int_zip::<u64>(kind, view_mut(&mut out, o.len), view(a, la), view(b, lb))
-                    }
-                    Elem::Pred => false,
-                };
+                let (a, b) = (
+                    slot_bytes(mem, &self.slots, *a),
+                    slot_bytes(mem, &self.slots, *b),
+                );
+                zip_bytes(o.et, kind, bytes_mut(&mut out, o.bytes), a, b);
             }
-            Inst::Compare(dir, total, elem, a, b, _) => {
-                let (la, lb) = (len(*a), len(*b));
-                let (a, b) = (&mem[*a], &mem[*b]);
-                let out = bytes_mut(&mut out, o.len);
-                match ((), *elem) {
-                    (_, Elem::F32) if *total => compare_into(
-                        *dir,
-                        &|x: &f32, y: &f32| Some(Float::total_cmp(x, y)),
-                        view(a, la),
-                        view(b, lb),
-                        out,
-                    ),
-                    (_, Elem::F64) if *total => compare_into(
-                        *dir,
-                        &|x: &f64, y: &f64| Some(Float::total_cmp(x, y)),
-                        view(a, la),
-                        view(b, lb),
-                        out,
-                    ),
-                    (_, Elem::F32) => {
-                        compare_into(*dir, &f32::partial_cmp, view(a, la), view(b, lb), out)
-                    }
-                    (_, Elem::F64) => {
-                        compare_into(*dir, &f64::partial_cmp, view(a, la), view(b, lb), out)
-                    }
-                    (_, Elem::S32) => {
-                        compare_into(*dir, &total_order::<i32>, view(a, la), view(b, lb), out)
-                    }
-                    (_, Elem::S64) => {
-                        compare_into(*dir, &total_order::<i64>, view(a, la), view(b, lb), out)
-                    }
-                    (_, Elem::U32) => {
-                        compare_into(*dir, &total_order::<u32>, view(a, la), view(b, lb), out)
-                    }
-                    (_, Elem::U64) => {
-                        compare_into(*dir, &total_order::<u64>, view(a, la), view(b, lb), out)
-                    }
-                    (_, Elem::Pred) => {}
-                }
+            Inst::Compare(dir, total, et, a, b, _) => {
+                let (a, b) = (
+                    slot_bytes(mem, &self.slots, *a),
+                    slot_bytes(mem, &self.slots, *b),
+                );
+                compare_bytes(*et, *dir, *total, a, b, bytes_mut(&mut out, o.len));
             }
             Inst::Select(p, t, f, _) => {
                 let size = o.bytes / o.len.max(1);
