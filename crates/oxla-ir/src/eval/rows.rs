@@ -166,7 +166,8 @@ pub(crate) struct RowGroups {
 /// A row group being collected.
 struct Open {
     rows: i64,
-    ops: Vec<usize>,
+    /// Its ops, each with how it reads its operands.
+    ops: Vec<(usize, Vec<Mode>)>,
     values: Vec<ValueId>,
 }
 
@@ -189,22 +190,18 @@ pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
     let mut open: Option<Open> = None;
     for (i, op) in block.ops.iter().enumerate() {
         let cand = row_local(func, op);
-        let joins = match (&open, &cand) {
-            (Some(g), Some((rows, modes))) => {
-                *rows == g.rows
-                    && op
-                        .operands
-                        .iter()
-                        .zip(modes)
-                        .all(|(v, m)| *m == Mode::Row || !g.values.contains(v))
+        if let (Some(g), Some((rows, modes))) = (open.as_mut(), &cand) {
+            let joins = *rows == g.rows
+                && op
+                    .operands
+                    .iter()
+                    .zip(modes)
+                    .all(|(v, m)| *m == Mode::Row || !g.values.contains(v));
+            if joins {
+                g.ops.push((i, modes.clone()));
+                g.values.extend_from_slice(&op.results);
+                continue;
             }
-            _ => false,
-        };
-        if joins {
-            let g = open.as_mut().expect("joins only an open group");
-            g.ops.push(i);
-            g.values.extend_from_slice(&op.results);
-            continue;
         }
         let reads_group = open
             .as_ref()
@@ -214,10 +211,10 @@ pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
                 closed.push(g);
             }
         }
-        if let Some((rows, _)) = cand {
+        if let Some((rows, modes)) = cand {
             open = Some(Open {
                 rows,
-                ops: vec![i],
+                ops: vec![(i, modes)],
                 values: op.results.clone(),
             });
         }
@@ -227,7 +224,10 @@ pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
     let mut in_group = vec![false; n_ops];
     let mut kernels = Vec::new();
     for g in closed {
-        let reduces = g.ops.iter().any(|&i| block.ops[i].kind == OpKind::Reduce);
+        let reduces = g
+            .ops
+            .iter()
+            .any(|(i, _)| block.ops[*i].kind == OpKind::Reduce);
         let elements: usize = g
             .values
             .iter()
@@ -244,18 +244,22 @@ pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
                 uses_of_op
                     .iter()
                     .enumerate()
-                    .any(|(j, uses)| !g.ops.contains(&j) && uses.contains(v))
+                    .any(|(j, uses)| !g.ops.iter().any(|(i, _)| *i == j) && uses.contains(v))
             })
             .collect();
         if outputs.is_empty() {
             continue;
         }
-        let ops: Vec<&Op> = g.ops.iter().map(|&i| &block.ops[i]).collect();
+        let ops: Vec<(&Op, &[Mode])> = g
+            .ops
+            .iter()
+            .map(|(i, modes)| (&block.ops[*i], modes.as_slice()))
+            .collect();
         if let Some(kernel) = RowKernel::build(func, &ops, &outputs, g.rows) {
-            for &i in &g.ops {
+            for &(i, _) in &g.ops {
                 in_group[i] = true;
             }
-            kernels.push((kernel, *g.ops.last().expect("groups are not empty")));
+            kernels.push((kernel, g.ops.last().map_or(0, |(i, _)| *i)));
         }
     }
     RowGroups { in_group, kernels }
@@ -375,14 +379,18 @@ impl Renumber<'_> {
 
 impl RowKernel {
     /// Compiles the group `ops` (in program order, over `rows` rows) writing `outputs`.
-    fn build(func: &Function, ops: &[&Op], outputs: &[ValueId], rows: i64) -> Option<Self> {
+    fn build(
+        func: &Function,
+        ops: &[(&Op, &[Mode])],
+        outputs: &[ValueId],
+        rows: i64,
+    ) -> Option<Self> {
         let total_rows = usize::try_from(rows).ok()?;
         let mut defined: Vec<ValueId> = Vec::new();
         let mut input_values: Vec<ValueId> = Vec::new();
         let mut inputs: Vec<Input> = Vec::new();
-        for op in ops {
-            let (_, modes) = row_local(func, op)?;
-            for (&v, &mode) in op.operands.iter().zip(&modes) {
+        for &(op, modes) in ops {
+            for (&v, &mode) in op.operands.iter().zip(modes) {
                 if defined.contains(&v) {
                     continue;
                 }
@@ -439,7 +447,7 @@ impl RowKernel {
             .collect::<Option<Vec<_>>>()?;
         let mut body = ops
             .iter()
-            .map(|op| renumber.op(op, true))
+            .map(|(op, _)| renumber.op(op, true))
             .collect::<Option<Vec<_>>>()?;
         let ret = outputs
             .iter()
