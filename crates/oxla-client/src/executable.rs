@@ -123,6 +123,9 @@ struct ExecutableInner {
     inline: bool,
     /// How the evaluator runs the program (fusion from `opt_level` 1 up).
     eval_options: oxla_ir::eval::EvalOptions,
+    /// The evaluator's plans of the module that runs, made at compile time and kept for
+    /// every execution.
+    plans: oxla_ir::eval::PlanCache,
 }
 
 /// A compiled program, independent of devices. Cheap to clone.
@@ -260,6 +263,15 @@ impl Executable {
             })?;
         }
         run.plan(&module);
+        let eval_options = oxla_ir::eval::EvalOptions {
+            fuse: run.flags().opt_level >= 1,
+        };
+        let plans = oxla_ir::eval::PlanCache::new();
+        plans.prepare(
+            device_module.as_ref().unwrap_or(&module),
+            &entry_name,
+            eval_options,
+        );
         Ok(Executable {
             inner: Arc::new(ExecutableInner {
                 name,
@@ -274,9 +286,8 @@ impl Executable {
                 device_module,
                 collectives,
                 inline,
-                eval_options: oxla_ir::eval::EvalOptions {
-                    fuse: run.flags().opt_level >= 1,
-                },
+                eval_options,
+                plans,
             }),
         })
     }
@@ -835,12 +846,13 @@ fn run_on_worker(
         args.push(Literal::from_shared(ty.clone(), slot.wait()?)?);
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
-    let results = oxla_ir::eval::run_function_with_options(
+    let results = oxla_ir::eval::run_function_cached(
         module,
         exe.entry_name(),
         &args,
         collectives,
         exe.inner.eval_options,
+        &exe.inner.plans,
     )?;
     if results.len() != exe.num_outputs() {
         return Err(ClientError::Internal(format!(

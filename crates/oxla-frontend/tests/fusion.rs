@@ -5,7 +5,8 @@
 
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
-    compiled_loops, fused_groups, row_groups, run_function_with_options, EvalOptions, SingleDevice,
+    compiled_loops, fused_groups, row_groups, run_function_cached, run_function_with_options,
+    EvalOptions, PlanCache, SingleDevice,
 };
 use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
 use std::path::Path;
@@ -289,11 +290,9 @@ fn softmax_fuses_into_one_group_per_shape() {
     assert_fusion_invisible(&module, &[x], "softmax");
 }
 
-#[test]
-fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
-    // Layer norm with gain and bias and a row softmax, as JAX lowers them, over 300 rows of
-    // 517: the rows split into slabs with a shorter last one.
-    let text = "func.func @main(%x: tensor<300x517xf32>, %g: tensor<517xf32>, %b: tensor<517xf32>) -> (tensor<300x517xf32>, tensor<300x517xf32>) {
+/// Layer norm with gain and bias and a row softmax, as JAX lowers them, over 300 rows of
+/// 517: the rows split into slabs with a shorter last one.
+const LAYER_NORM_SOFTMAX: &str = "func.func @main(%x: tensor<300x517xf32>, %g: tensor<517xf32>, %b: tensor<517xf32>) -> (tensor<300x517xf32>, tensor<300x517xf32>) {
   %zero = stablehlo.constant dense<0.0> : tensor<f32>
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %n = stablehlo.constant dense<517.0> : tensor<f32>
@@ -327,6 +326,10 @@ fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
   return %ln, %sm : tensor<300x517xf32>, tensor<300x517xf32>
 }
 ";
+
+#[test]
+fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
+    let text = LAYER_NORM_SOFTMAX;
     let module = parse_text(text).expect("parses");
     // Everything but the four scalar constants is one row group.
     assert_eq!(row_groups(&module, "main"), vec![26]);
@@ -350,12 +353,9 @@ fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
     assert!(row_groups(&module, "main").is_empty());
 }
 
-#[test]
-fn small_loops_compile_without_changing_bits() {
-    // A fori_loop as JAX lowers it (counter, call, broadcast constants, a bound read from
-    // the enclosing function), with state that swaps, passes through, selects and
-    // compares; and loops that must stay interpreted.
-    let fori = "func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>, %n: tensor<i64>) -> (tensor<16xf32>, tensor<16xf32>, tensor<i64>) {
+/// A fori_loop as JAX lowers it (counter, call, broadcast constants, a bound read from the
+/// enclosing function), with state that swaps, passes through, selects and compares.
+const FORI_LOOP: &str = "func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>, %n: tensor<i64>) -> (tensor<16xf32>, tensor<16xf32>, tensor<i64>) {
   %c0 = stablehlo.constant dense<0> : tensor<i32>
   %lim = stablehlo.constant dense<37> : tensor<i32>
   %r:4 = stablehlo.while(%i = %c0, %a = %x, %b = %y, %m = %n) : tensor<i32>, tensor<16xf32>, tensor<16xf32>, tensor<i64>
@@ -385,6 +385,11 @@ func.func private @step(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32
   return %v : tensor<16xf32>
 }
 ";
+
+#[test]
+fn small_loops_compile_without_changing_bits() {
+    // The fori_loop compiles; other loops must stay interpreted.
+    let fori = FORI_LOOP;
     let module = parse_text(fori).expect("parses");
     assert_eq!(compiled_loops(&module, "main"), vec![true]);
     let mut rng = Rng(5);
@@ -503,4 +508,62 @@ fn golden_jax_programs_give_the_same_bits_fused() {
         compared += 1;
     }
     assert!(compared >= 10, "only {compared} golden programs compared");
+}
+
+#[test]
+fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
+    // One cache serves calls of a row-group module and a compiled-loop module in turn (each
+    // switch starts it over), then two threads at once: every result matches a call with
+    // a fresh cache.
+    let rows = parse_text(LAYER_NORM_SOFTMAX).expect("parses");
+    let fori = parse_text(FORI_LOOP).expect("parses");
+    let mut rng = Rng(23);
+    let row_args: Vec<Literal> = [vec![300, 517], vec![517], vec![517]]
+        .into_iter()
+        .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
+        .collect();
+    let ty = TensorType::new(vec![16], ElementType::F32);
+    let n = Literal::new(
+        TensorType::new(vec![], ElementType::S64),
+        5i64.to_le_bytes().to_vec(),
+    )
+    .expect("sized literal");
+    let fori_args = [literal(&mut rng, &ty), literal(&mut rng, &ty), n];
+    let options = EvalOptions { fuse: true };
+    let fresh = |module: &Module, args: &[Literal]| {
+        run_function_with_options(module, "main", args, &SingleDevice, options).expect("runs")
+    };
+    let (want_rows, want_fori) = (fresh(&rows, &row_args), fresh(&fori, &fori_args));
+    let same = |got: &[Literal], want: &[Literal]| {
+        got.len() == want.len() && got.iter().zip(want).all(|(a, b)| same_bits(a, b))
+    };
+    let cache = PlanCache::new();
+    let cached = |module: &Module, args: &[Literal]| {
+        run_function_cached(module, "main", args, &SingleDevice, options, &cache).expect("runs")
+    };
+    cache.prepare(&rows, "main", options);
+    for round in 0..3 {
+        assert!(
+            same(&cached(&rows, &row_args), &want_rows),
+            "rows, round {round}"
+        );
+        assert!(
+            same(&cached(&rows, &row_args), &want_rows),
+            "rows again, round {round}"
+        );
+        assert!(
+            same(&cached(&fori, &fori_args), &want_fori),
+            "loop, round {round}"
+        );
+    }
+    std::thread::scope(|s| {
+        let a = s.spawn(|| cached(&rows, &row_args));
+        let b = s.spawn(|| cached(&rows, &row_args));
+        for handle in [a, b] {
+            assert!(
+                same(&handle.join().expect("no panic"), &want_rows),
+                "threads"
+            );
+        }
+    });
 }

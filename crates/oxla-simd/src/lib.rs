@@ -9,9 +9,12 @@
 //!
 //! This crate holds the only `unsafe` the dispatch needs: calling a function compiled for
 //! CPU features is sound once those features were detected at run time. It also wraps the
-//! `gemm` crate's pointer-based matrix product in a bounds-checked slice API ([`matmul`]).
+//! `gemm` crate's pointer-based matrix product in a bounds-checked slice API ([`matmul`]),
+//! and sets the thread's denormal flushing ([`FlushDenormals`]).
 
+mod denormals;
 mod matmul;
+pub use denormals::FlushDenormals;
 pub use matmul::{matmul, GemmScalar, Strided};
 
 /// Which instruction-set level this CPU offers, detected once.

@@ -12,6 +12,7 @@
 
 use super::context::{extents, strides, OpCx};
 use super::elementwise::{fmax, fmin, ordering_matches, Float};
+use super::threads;
 use super::typed;
 use crate::attrs::{ComparisonDirection, ComparisonType};
 use crate::{
@@ -540,7 +541,7 @@ impl FusedKernel {
             .map(|&(_, _, et)| super::pool::take_for_overwrite(n * et.byte_size()))
             .collect();
         let threads = if n >= PARALLEL_ELEMENTS {
-            rayon::current_num_threads().min(n.div_ceil(PARALLEL_ELEMENTS / 4))
+            threads::count().min(n.div_ceil(PARALLEL_ELEMENTS / 4))
         } else {
             1
         };
@@ -558,14 +559,14 @@ impl FusedKernel {
                 }
             }
             let sources = &sources;
-            rayon::scope(|s| {
+            threads::scope(|s| {
                 for (t, mut part) in parts.into_iter().enumerate() {
                     let start = t * per;
                     if start >= n {
                         break;
                     }
                     let end = (start + per).min(n);
-                    s.spawn(move |_| self.run_range(sources, start, end, &mut part));
+                    threads::spawn(s, move || self.run_range(sources, start, end, &mut part));
                 }
             });
         }

@@ -21,8 +21,19 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar>(
     sb: Strided,
     out: &mut [T],
 ) -> bool {
-    oxla_simd::matmul(m, k, n, a, sa, b, sb, out)
+    // `gemm` threads products above about 48 * 48 * 256 multiply-adds over the rayon pool
+    // it is called from: run those from the evaluator's pool, whose threads flush
+    // denormals like the calling thread.
+    if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
+        super::threads::install(|| oxla_simd::matmul(m, k, n, a, sa, b, sb, out))
+    } else {
+        oxla_simd::matmul(m, k, n, a, sa, b, sb, out)
+    }
 }
+
+/// Multiply-adds from which a product may be threaded: `gemm`'s default threshold for
+/// complex f64, its lowest.
+const THREADED_PRODUCT: usize = 48 * 48 * 256 / 16;
 
 /// The stride of a group of dimensions visited in the order `dims` inside a row-major
 /// array of extents `ext` and strides `strides`, when the group can be walked as one

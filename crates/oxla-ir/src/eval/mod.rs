@@ -26,6 +26,7 @@ mod shape;
 mod special;
 // Ops with regions or heavier numerics: sort, gather/scatter, windows, conv, rng, linalg, fft.
 mod body;
+mod cache;
 mod collective;
 mod conv;
 mod fft;
@@ -42,11 +43,13 @@ mod sort;
 mod testing;
 #[cfg(test)]
 mod tests;
+mod threads;
 mod topk;
 mod typed;
 mod window;
 
 use crate::{Block, Function, IrError, Literal, Module, Op, OpKind, Region, Type, ValueId};
+pub use cache::PlanCache;
 pub use collective::{
     is_collective, is_manual_computation, sharding_call_target, Collectives, Exchange, ProcessId,
     SingleDevice,
@@ -57,7 +60,7 @@ use plan::{BlockPlan, Step};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// How deeply regions and calls may nest during evaluation.
 pub const MAX_NESTING: usize = 64;
@@ -112,6 +115,21 @@ pub fn run_function_with_options(
     collectives: &dyn Collectives,
     options: EvalOptions,
 ) -> Result<Vec<Literal>, IrError> {
+    run_function_cached(module, name, args, collectives, options, &PlanCache::new())
+}
+
+/// Like [`run_function_with_options`], keeping block plans and compiled loops in `cache`
+/// for later calls. A cache serves one module: given another, it starts over.
+pub fn run_function_cached(
+    module: &Module,
+    name: &str,
+    args: &[Literal],
+    collectives: &dyn Collectives,
+    options: EvalOptions,
+    cache: &PlanCache,
+) -> Result<Vec<Literal>, IrError> {
+    // Float arithmetic flushes denormals, as on XLA's CPU backend.
+    let _flush = oxla_simd::FlushDenormals::new();
     let func = module.function(name).ok_or_else(|| IrError::Eval {
         detail: format!("no function named `{name}` in the module"),
     })?;
@@ -155,7 +173,7 @@ pub fn run_function_with_options(
             });
         }
     }
-    let mut interp = Interp::new(module, collectives, options);
+    let mut interp = Interp::new(module, cache, collectives, options);
     let values = args
         .iter()
         .zip(&func.ty.inputs)
@@ -320,8 +338,8 @@ impl Hasher for AddrHasher {
 struct Interp<'m> {
     module: &'m Module,
     depth: usize,
-    /// Execution plans of the blocks run so far, by block address.
-    plans: AddrMap<Rc<BlockPlan>>,
+    /// Block plans and compiled loops, kept across calls when the caller keeps the cache.
+    cache: &'m PlanCache,
     /// Values of the `constant` ops run so far, by op address: a loop body's constants are
     /// built once, then shared.
     constants: AddrMap<Literal>,
@@ -333,9 +351,6 @@ struct Interp<'m> {
     options: EvalOptions,
     /// Whether blocks may run row groups ([`rows`]); off inside a row group's slabs.
     row_tiling: bool,
-    /// Compiled small loops ([`small_loop`]) by `while` op address; `None` for loops that
-    /// do not qualify.
-    loops: AddrMap<Option<Rc<small_loop::LoopProgram>>>,
 }
 
 /// One function activation: the function and its value table.
@@ -347,20 +362,21 @@ pub(crate) struct Frame<'m> {
 impl<'m> Interp<'m> {
     fn new(
         module: &'m Module,
+        cache: &'m PlanCache,
         collectives: &'m dyn Collectives,
         options: EvalOptions,
     ) -> Interp<'m> {
+        cache.bind(module);
         Interp {
             module,
             depth: 0,
-            plans: AddrMap::default(),
+            cache,
             constants: AddrMap::default(),
             collectives,
             spare_envs: Vec::new(),
             collective_sequence: 0,
             options,
             row_tiling: true,
-            loops: AddrMap::default(),
         }
     }
 
@@ -429,24 +445,16 @@ impl<'m> Interp<'m> {
 
     /// The compiled form of the `while` op `op` of `func`, when it has one (only with
     /// [`EvalOptions::fuse`]).
-    fn loop_program(&mut self, func: &Function, op: &Op) -> Option<Rc<small_loop::LoopProgram>> {
+    fn loop_program(&mut self, func: &Function, op: &Op) -> Option<Arc<small_loop::LoopProgram>> {
         if !self.options.fuse {
             return None;
         }
-        let module = self.module;
-        self.loops
-            .entry(op as *const Op as usize)
-            .or_insert_with(|| small_loop::compile(module, func, op).map(Rc::new))
-            .clone()
+        self.cache.loop_program(self.module, func, op)
     }
 
-    fn block_plan(&mut self, func: &Function, block: &Block) -> Rc<BlockPlan> {
-        let key = block as *const Block as usize;
-        let (fuse, rows) = (self.options.fuse, self.row_tiling);
-        self.plans
-            .entry(key)
-            .or_insert_with(|| Rc::new(plan::plan_block(func, block, fuse, rows)))
-            .clone()
+    fn block_plan(&mut self, func: &Function, block: &Block) -> Arc<BlockPlan> {
+        self.cache
+            .block_plan(func, block, self.options.fuse, self.row_tiling)
     }
 
     fn exec_block(
@@ -598,7 +606,7 @@ impl Interp<'_> {
         kernel: &rows::RowKernel,
     ) -> Result<(), IrError> {
         let args = group_inputs(frame, kernel.input_values(), "row group")?;
-        let results = kernel.run(self.module, &args, self.options)?;
+        let results = kernel.run(self.module, self.cache, &args, self.options)?;
         for (&id, lit) in kernel.output_values().iter().zip(results) {
             set_value(frame, id, Value::Tensor(lit))?;
         }

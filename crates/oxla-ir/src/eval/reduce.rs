@@ -10,6 +10,7 @@ use super::context::{extents, OpCx};
 use super::element::{decode, encode, Array};
 use super::elementwise::{self, complex_cmp, fmax, fmin, ComplexOps, Float, Int};
 use super::shape::permute;
+use super::threads;
 use super::typed::{self, Plain};
 use crate::{ElementType, IrError, Literal, OpKind, Region, TensorType, ValueId};
 use std::cmp::Ordering;
@@ -270,27 +271,27 @@ fn fold_block<T: Copy + Send + Sync>(
     }
     let outer = out.len() / inner;
     let threads = if x.len() >= PARALLEL_ELEMENTS {
-        rayon::current_num_threads()
+        threads::count()
     } else {
         1
     };
     if threads > 1 && outer >= threads {
         let per = outer.div_ceil(threads);
-        rayon::scope(|s| {
+        threads::scope(|s| {
             for (xs, os) in x
                 .chunks(per * reduced * inner)
                 .zip(out.chunks_mut(per * inner))
             {
-                s.spawn(move |_| {
+                threads::spawn(s, move || {
                     oxla_simd::vectorized(|| fold_rows(xs, os, init, (reduced, inner), f))
                 });
             }
         });
     } else if threads > 1 && outer == 1 && inner >= 2 * threads {
         let per = inner.div_ceil(threads);
-        rayon::scope(|s| {
+        threads::scope(|s| {
             for (t, os) in out.chunks_mut(per).enumerate() {
-                s.spawn(move |_| {
+                threads::spawn(s, move || {
                     oxla_simd::vectorized(|| {
                         fold_columns(x, os, init, t * per, (reduced, inner), f)
                     })

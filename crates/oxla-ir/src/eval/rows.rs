@@ -14,7 +14,8 @@
 
 use super::fused::{collect_uses, tensor_of};
 use super::pool;
-use super::{Collectives, EvalOptions, Interp, SingleDevice, Value};
+use super::threads;
+use super::{Collectives, EvalOptions, Interp, PlanCache, SingleDevice, Value};
 use crate::{
     Block, Function, FunctionType, IrError, Literal, Op, OpKind, Region, TensorType, Type, ValueId,
     Visibility,
@@ -429,7 +430,7 @@ impl RowKernel {
             }
             widest = widest.max(elems);
         }
-        let threads = rayon::current_num_threads().max(1);
+        let threads = threads::count().max(1);
         let slab = (SLAB_ELEMENTS / widest)
             .clamp(1, total_rows.div_ceil(threads).max(1))
             .min(total_rows);
@@ -500,6 +501,7 @@ impl RowKernel {
     pub(crate) fn run(
         &self,
         module: &crate::Module,
+        cache: &PlanCache,
         args: &[&Literal],
         options: EvalOptions,
     ) -> Result<Vec<Literal>, IrError> {
@@ -523,7 +525,7 @@ impl RowKernel {
             .map(|t| pool::take_for_overwrite(t.byte_size().unwrap_or(0)))
             .collect();
         let slabs = self.rows.div_ceil(self.slab);
-        let threads = rayon::current_num_threads().min(slabs).max(1);
+        let threads = threads::count().min(slabs).max(1);
         let per = slabs.div_ceil(threads) * self.slab;
         // Per thread, its rows of every output.
         let mut parts: Vec<Vec<&mut [u8]>> = (0..threads).map(|_| Vec::new()).collect();
@@ -536,14 +538,14 @@ impl RowKernel {
         let results: Vec<Result<(), IrError>> = if threads <= 1 {
             parts
                 .into_iter()
-                .map(|mut part| self.run_rows(module, args, options, 0, &mut part))
+                .map(|mut part| self.run_rows(module, cache, args, options, 0, &mut part))
                 .collect()
         } else {
             let mut results: Vec<Result<(), IrError>> = (0..threads).map(|_| Ok(())).collect();
-            rayon::scope(|s| {
+            threads::scope(|s| {
                 for (t, (mut part, res)) in parts.into_iter().zip(&mut results).enumerate() {
-                    s.spawn(move |_| {
-                        *res = self.run_rows(module, args, options, t * per, &mut part)
+                    threads::spawn(s, move || {
+                        *res = self.run_rows(module, cache, args, options, t * per, &mut part)
                     });
                 }
             });
@@ -562,6 +564,7 @@ impl RowKernel {
     fn run_rows(
         &self,
         module: &crate::Module,
+        cache: &PlanCache,
         args: &[&Literal],
         options: EvalOptions,
         first: usize,
@@ -573,7 +576,7 @@ impl RowKernel {
         };
         let n = part0.len() / (out0.byte_size().unwrap_or(0) / self.rows).max(1);
         let single: &dyn Collectives = &SingleDevice;
-        let mut interp = Interp::new(module, single, options);
+        let mut interp = Interp::new(module, cache, single, options);
         interp.row_tiling = false;
         let mut start = 0;
         while start < n {

@@ -1,0 +1,103 @@
+//! What the evaluator derives from a module before running it — block plans and compiled
+//! loops — kept across calls, so that a call after the first does no planning.
+//!
+//! Entries are keyed by the address of a block or `while` op. They stay valid because a
+//! [`PlanCache`] serves one module, kept beside it by its owner (a call with another module
+//! empties it first), and never drops an entry: blocks the plans themselves own (a row
+//! group's slab functions) live as long as the cache.
+
+use super::plan::{plan_block, BlockPlan};
+use super::small_loop::{self, LoopProgram};
+use super::AddrMap;
+use crate::{Block, Function, Module, Op};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Plans and compiled loops of one module, shared by every call that runs it and by the
+/// threads of one call.
+#[derive(Default)]
+pub struct PlanCache {
+    /// Which module the entries belong to (0 while empty): the address of its function
+    /// list, which stays put when the module value moves.
+    module: AtomicUsize,
+    plans: Mutex<AddrMap<Arc<BlockPlan>>>,
+    loops: Mutex<AddrMap<Option<Arc<LoopProgram>>>>,
+}
+
+impl std::fmt::Debug for PlanCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanCache")
+            .field("plans", &lock(&self.plans).len())
+            .field("loops", &lock(&self.loops).len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl PlanCache {
+    /// An empty cache.
+    pub fn new() -> PlanCache {
+        PlanCache::default()
+    }
+
+    /// Whether the entries may be used for `module`: binds an empty cache to it; a cache
+    /// bound to another module is emptied and bound again.
+    pub(crate) fn bind(&self, module: &Module) {
+        let addr = module.functions.as_ptr() as usize;
+        if self.module.load(Ordering::Acquire) == addr {
+            return;
+        }
+        let mut plans = lock(&self.plans);
+        let mut loops = lock(&self.loops);
+        if self.module.load(Ordering::Acquire) != addr {
+            plans.clear();
+            loops.clear();
+            self.module.store(addr, Ordering::Release);
+        }
+    }
+
+    /// Plans the body of function `name` of `module` ahead of its first call (the blocks of
+    /// nested regions are planned when first run).
+    pub fn prepare(&self, module: &Module, name: &str, options: super::EvalOptions) {
+        self.bind(module);
+        if let Some((func, block)) = super::entry_block(module, name) {
+            self.block_plan(func, block, options.fuse, true);
+        }
+    }
+
+    /// The plan of `block` of `func` for these flags, built on first use.
+    pub(crate) fn block_plan(
+        &self,
+        func: &Function,
+        block: &Block,
+        fuse: bool,
+        rows: bool,
+    ) -> Arc<BlockPlan> {
+        // Blocks are at least 8-byte aligned: the flags fit in the low bits of the key.
+        let key = block as *const Block as usize | usize::from(fuse) | usize::from(rows) << 1;
+        if let Some(plan) = lock(&self.plans).get(&key) {
+            return plan.clone();
+        }
+        // Planned outside the lock: two threads may both plan a block; the first insert wins.
+        let plan = Arc::new(plan_block(func, block, fuse, rows));
+        lock(&self.plans).entry(key).or_insert(plan).clone()
+    }
+
+    /// The compiled form of the `while` op `op` of `func`, when it has one.
+    pub(crate) fn loop_program(
+        &self,
+        module: &Module,
+        func: &Function,
+        op: &Op,
+    ) -> Option<Arc<LoopProgram>> {
+        let key = op as *const Op as usize;
+        if let Some(program) = lock(&self.loops).get(&key) {
+            return program.clone();
+        }
+        let program = small_loop::compile(module, func, op).map(Arc::new);
+        lock(&self.loops).entry(key).or_insert(program).clone()
+    }
+}
