@@ -69,6 +69,28 @@ def test_jit_with_pytree_and_static_argument():
     np.testing.assert_array_equal(g(np.ones(2, np.float32), 5), [5.0, 5.0])
 
 
+def test_outputs_have_memory_of_their_own(oxla_device):
+    # Pass-through and repeated outputs are new buffers, as on the cpu backend: a copy
+    # (`jnp.array(x, copy=True)`) must not alias its source.
+    x = jax.device_put(jnp.arange(3), oxla_device)
+    y = jax.jit(lambda v: v)(x)
+    z1, z2 = jax.jit(lambda v: (v, v))(x)
+    copied = jnp.array(x, copy=True)
+    pointers = [a.unsafe_buffer_pointer() for a in (x, y, z1, z2, copied)]
+    assert len(set(pointers)) == len(pointers)
+    for a in (y, z1, z2, copied):
+        assert a.tolist() == [0, 1, 2]
+
+
+def test_dce_sink_keeps_a_value_without_effect(oxla_device):
+    def f(v):
+        jax.lax.dce_sink(v + 1, prevent_mlir_dce=True)
+        return v * 2
+
+    x = jax.device_put(jnp.arange(3.0), oxla_device)
+    assert jax.jit(f)(x).tolist() == [0.0, 2.0, 4.0]
+
+
 def test_donated_argument_is_deleted(oxla_device):
     f = jax.jit(lambda x: x + 1, donate_argnums=0)
     x = jax.device_put(np.arange(8, dtype=np.float32), oxla_device)

@@ -835,6 +835,20 @@ fn spawn_thread<F: FnOnce() + Send + 'static>(name: &str, job: F, fallback: impl
     }
 }
 
+/// Gives every output bytes of its own: an output that is an argument passed through, or
+/// the same value as an earlier output, shares its bytes in the evaluator, but each output
+/// is a new buffer with its own memory (as XLA's are; `unsafe_buffer_pointer` shows it).
+fn distinct_outputs(args: &[Literal], results: &mut [Literal]) {
+    for i in 0..results.len() {
+        let (earlier, rest) = results.split_at_mut(i);
+        let out = &mut rest[0];
+        let shared = |other: &Literal| Arc::ptr_eq(&other.data, &out.data);
+        if !out.data.is_empty() && (args.iter().any(shared) || earlier.iter().any(shared)) {
+            out.data = Arc::new(out.data.as_ref().clone());
+        }
+    }
+}
+
 fn run_on_worker(
     exe: &Executable,
     arg_slots: &[Arc<Slot>],
@@ -846,7 +860,7 @@ fn run_on_worker(
         args.push(Literal::from_shared(ty.clone(), slot.wait()?)?);
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
-    let results = oxla_ir::eval::run_function_cached(
+    let mut results = oxla_ir::eval::run_function_cached(
         module,
         exe.entry_name(),
         &args,
@@ -854,6 +868,7 @@ fn run_on_worker(
         exe.inner.eval_options,
         &exe.inner.plans,
     )?;
+    distinct_outputs(&args, &mut results);
     if results.len() != exe.num_outputs() {
         return Err(ClientError::Internal(format!(
             "{} returned {} values, its signature has {}",

@@ -179,13 +179,17 @@ impl std::fmt::Display for FlagValue {
     }
 }
 
+/// The prefix of XLA's own compile options (`xla_dump_to`, `xla_cpu_enable_fast_math`, ...),
+/// which per-compile overrides may carry and oxla ignores.
+const XLA_OPTION_PREFIX: &str = "xla_";
+
 /// The source name of per-compile overrides (JAX's `compiler_options`) in messages.
 const COMPILE_OPTIONS_SOURCE: &str = "compile options";
 
 fn unknown_flag(name: &str, source: &str) -> ClientError {
     // Per-compile options get XLA's wording, which JAX code and tests match on.
     let lead = if source == COMPILE_OPTIONS_SOURCE {
-        format!("No such compile option: '{name}'; oxla takes no XLA options, only its own flags")
+        format!("No such compile option: '{name}'")
     } else {
         format!("unknown flag {name:?} in {source}")
     };
@@ -362,6 +366,12 @@ impl Flags {
     pub fn with_overrides(&self, overrides: &FlagOverrides, source: &str) -> Result<Flags> {
         let mut flags = self.clone();
         for (name, value) in overrides.iter() {
+            if source == COMPILE_OPTIONS_SOURCE && name.starts_with(XLA_OPTION_PREFIX) {
+                // XLA's debug options tune XLA's own passes: they have no meaning here,
+                // and rejecting them would fail programs written for the cpu backend.
+                tracing::debug!("ignoring XLA compile option {name}={value}");
+                continue;
+            }
             let spec = lookup(name).ok_or_else(|| unknown_flag(name, source))?;
             if spec.scope == FlagScope::Client {
                 return Err(ClientError::InvalidArgument(format!(
@@ -491,6 +501,15 @@ mod tests {
         let flags = with_artifacts.with_overrides(&overrides, "test").unwrap();
         assert_eq!(flags.opt_level, 0);
         assert_eq!(flags.crash_reproducer_dir, Some(std::env::temp_dir()));
+
+        // XLA's own options are ignored per compile, and still unknown elsewhere.
+        let mut xla = FlagOverrides::new();
+        xla.push("xla_cpu_enable_fast_math", FlagValue::Bool(true));
+        xla.push("xla_dump_to", FlagValue::Str("somewhere".to_string()));
+        let ignored = base.with_overrides(&xla, COMPILE_OPTIONS_SOURCE).unwrap();
+        assert_eq!(ignored, base);
+        let err = base.with_overrides(&xla, "OXLA_FLAGS").unwrap_err();
+        assert!(err.message().contains("xla_cpu_enable_fast_math"), "{err}");
 
         let mut client_only = FlagOverrides::new();
         client_only.push("num_threads", FlagValue::Int(2));

@@ -132,11 +132,13 @@ fn compile_overrides_write_a_reproducer_and_bad_keys_are_rejected() {
         &options_with(&[
             ("verify_each_pass", Value::BoolField(true)),
             ("opt_level", Value::IntField(3)),
+            // XLA's own options are accepted and ignored.
+            ("xla_cpu_enable_fast_math", Value::BoolField(true)),
         ]),
     );
     assert!(ok.is_ok());
     for bad in [
-        ("xla_cpu_enable_fast_math", Value::BoolField(true)),
+        ("bogus_flag", Value::BoolField(true)),
         ("opt_level", Value::DoubleField(1.5)),
         ("num_threads", Value::IntField(2)),
     ] {

@@ -520,9 +520,9 @@ fn map_complex<C: ComplexOps>(v: &[C], kind: &OpKind) -> Option<Vec<C>> {
         K::Tan | K::ChloTan => Box::new(C::tan_),
         K::Tanh => Box::new(C::tanh_),
         K::Exponential => Box::new(C::exp_),
-        K::ExponentialMinusOne => Box::new(move |z: C| z.exp_().sub_(one)),
+        K::ExponentialMinusOne => Box::new(|z: C| z.wide(super::complex::expm1)),
         K::Log => Box::new(C::ln_),
-        K::LogPlusOne => Box::new(move |z: C| z.add_(one).ln_()),
+        K::LogPlusOne => Box::new(|z: C| z.wide(super::complex::log1p)),
         K::Logistic => Box::new(move |z: C| one.div_(one.add_(z.neg_().exp_()))),
         K::Sqrt => Box::new(C::sqrt_),
         K::Rsqrt => Box::new(move |z: C| one.div_(z.sqrt_())),
@@ -564,6 +564,11 @@ pub(crate) trait ComplexOps: Copy {
     fn cbrt_(self) -> Self;
     fn norm_(self) -> Self::Real;
     fn powc_(self, o: Self) -> Self;
+    /// `f` applied to the parts widened to f64, rounded back.
+    fn wide(self, f: impl Fn(f64, f64) -> (f64, f64)) -> Self {
+        let (re, im) = f(self.re_().to_f64(), self.im_().to_f64());
+        Self::from_parts(Self::Real::from_f64(re), Self::Real::from_f64(im))
+    }
 }
 
 macro_rules! impl_complex_ops {
@@ -592,7 +597,13 @@ macro_rules! impl_complex_ops {
                 self * o
             }
             fn div_(self, o: Self) -> Self {
-                self / o
+                let (re, im) = super::complex::div(
+                    f64::from(self.re),
+                    f64::from(self.im),
+                    f64::from(o.re),
+                    f64::from(o.im),
+                );
+                Complex::new(re as $t, im as $t)
             }
             fn cos_(self) -> Self {
                 self.cos()
@@ -601,10 +612,10 @@ macro_rules! impl_complex_ops {
                 self.sin()
             }
             fn tan_(self) -> Self {
-                self.tan()
+                self.wide(super::complex::tan)
             }
             fn tanh_(self) -> Self {
-                self.tanh()
+                self.wide(super::complex::tanh)
             }
             fn exp_(self) -> Self {
                 self.exp()
@@ -634,6 +645,31 @@ macro_rules! impl_complex_ops {
 impl_complex_ops!(f32);
 impl_complex_ops!(f64);
 
+fn complex_abs<C: ComplexOps>(z: C) -> C::Real {
+    if z.re_().is_nan() || z.im_().is_nan() {
+        C::Real::from_f64(f64::NAN)
+    } else {
+        z.norm_()
+    }
+}
+
+/// A `chlo.sinh` or `chlo.cosh` composite on a complex operand, evaluated directly: their
+/// decompositions (through `exp(z + ln ½)`) divide infinities where XLA's CPU backend,
+/// which evaluates the CHLO op itself, does not. `None` for every other composite.
+pub(crate) fn complex_composite(cx: OpCx<'_>, x: &Literal) -> Option<Result<Literal, IrError>> {
+    let f = match cx.attr("name") {
+        Ok(Attribute::String(name)) if name == "chlo.sinh" => super::complex::sinh,
+        Ok(Attribute::String(name)) if name == "chlo.cosh" => super::complex::cosh,
+        _ => return None,
+    };
+    let out = match decode(x) {
+        Array::C64(v) => Array::C64(v.iter().map(|z| z.wide(f)).collect()),
+        Array::C128(v) => Array::C128(v.iter().map(|z| z.wide(f)).collect()),
+        _ => return None,
+    };
+    Some(finish(cx, out, x.ty.shape.clone(), x.ty.element_type))
+}
+
 /// Evaluates a unary elementwise op.
 pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
     use OpKind as K;
@@ -662,8 +698,10 @@ pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
         (K::Real, a @ (Array::F32(_) | Array::F64(_))) => a,
         (K::Imag, Array::F32(v)) => Array::F32(vec![0.0; v.len()]),
         (K::Imag, Array::F64(v)) => Array::F64(vec![0.0; v.len()]),
-        (K::Abs, Array::C64(v)) => Array::F32(v.iter().map(|z| z.norm()).collect()),
-        (K::Abs, Array::C128(v)) => Array::F64(v.iter().map(|z| z.norm()).collect()),
+        // A NaN part makes the magnitude NaN, even beside an infinite one (as on XLA's
+        // CPU backend; C's `cabs` would give infinity).
+        (K::Abs, Array::C64(v)) => Array::F32(v.iter().map(|z| complex_abs(*z)).collect()),
+        (K::Abs, Array::C128(v)) => Array::F64(v.iter().map(|z| complex_abs(*z)).collect()),
         (K::IsFinite, Array::F32(v)) => Array::Pred(v.iter().map(|x| x.is_finite()).collect()),
         (K::IsFinite, Array::F64(v)) => Array::Pred(v.iter().map(|x| x.is_finite()).collect()),
         (K::ChloIsInf, Array::F32(v)) => Array::Pred(v.iter().map(|x| x.is_infinite()).collect()),

@@ -28,6 +28,7 @@ mod special;
 mod body;
 mod cache;
 mod collective;
+mod complex;
 mod conv;
 mod fft;
 mod gather_scatter;
@@ -243,14 +244,18 @@ pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
         .collect()
 }
 
+/// The custom-call target of `jax.lax.dce_sink`, which has no results and no effect.
+const DCE_SINK: &str = "dce_sink";
+
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
-/// cpu lowering rules call, the sharding custom calls, and targets registered with
+/// cpu lowering rules call, the sharding custom calls, `dce_sink`, and targets registered with
 /// [`register_host_call`]).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => {
             lapack::supports(op)
+                || (call_target(op) == Some(DCE_SINK) && op.results.is_empty())
                 || sharding_call_target(op).is_some()
                 || call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
         }
@@ -520,10 +525,27 @@ impl<'m> Interp<'m> {
             K::If => self.exec_if(frame, cx)?,
             K::Case => self.exec_case(frame, cx)?,
             K::Call => self.exec_call(frame, cx, "callee", moves)?,
-            K::Composite => self.exec_call(frame, cx, "decomposition", moves)?,
+            K::Composite => {
+                let native = match op.operands.as_slice() {
+                    [id] => match operand(frame, cx, *id)? {
+                        Value::Tensor(x) => elementwise::complex_composite(cx, x),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match native {
+                    Some(result) => vec![Value::Tensor(result?)],
+                    None => self.exec_call(frame, cx, "decomposition", moves)?,
+                }
+            }
             K::Reduce => self.exec_reduce(frame, cx)?,
             K::CustomCall if sharding_call_target(op).is_some() => {
                 self.exec_collective(frame, cx)?
+            }
+            // `lax.dce_sink` keeps its operands from being removed as dead code; it
+            // computes nothing.
+            K::CustomCall if call_target(op) == Some(DCE_SINK) && op.results.is_empty() => {
+                Vec::new()
             }
             K::CustomCall => match call_target(op).and_then(host::host_call_handler) {
                 Some(handler) => self.exec_host_call(frame, cx, handler.as_ref())?,
