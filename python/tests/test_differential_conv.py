@@ -112,3 +112,18 @@ def test_matmul_large_and_preferred_type():
     bi = data((7, 5), np.int8, 13)
     check(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),
                                        preferred_element_type=jnp.int32), ai, bi)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16], ids=lambda d: np.dtype(d).name)
+def test_conv_with_wider_preferred_type_sums_like_widened_operands(dtype, oxla_device):
+    # As on the cpu backend, narrow operands with an f32 result give exactly the sums of
+    # the f32 convolution of the widened operands.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 2, 9, 10)).astype(dtype)
+    y = rng.standard_normal((3, 2, 4, 5)).astype(dtype)
+    conv = lambda a, b, **kw: lax.conv(a, b, (1, 1), "SAME", **kw)  # noqa: E731
+    xs, ys = jax.device_put((x, y), oxla_device)
+    mixed = jax.jit(lambda a, b: conv(a, b, preferred_element_type=jnp.float32))(xs, ys)
+    widened = jax.jit(lambda a, b: conv(a.astype(jnp.float32), b.astype(jnp.float32)))(xs, ys)
+    np.testing.assert_array_equal(np.asarray(mixed), np.asarray(widened))
+    check(lambda a, b: conv(a, b, preferred_element_type=jnp.float32), x, y)

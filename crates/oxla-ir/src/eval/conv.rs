@@ -462,6 +462,15 @@ fn convolution_float<T: ArrayFloat>(
     done.then_some(lit)
 }
 
+/// [`run_float`], or [`run`] where it declines.
+fn run_float_or_loop<T: ArrayFloat + Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec<T> {
+    let mut out = vec![T::zero(); p.n_out];
+    match run_float(p, lhs, rhs, &mut out) {
+        Some(()) => out,
+        None => run(p, lhs, rhs),
+    }
+}
+
 /// Evaluates `convolution`.
 pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<Literal, IrError> {
     let out_ty = cx.result_tensor(0)?;
@@ -484,8 +493,10 @@ pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<
         (Array::U16(x), Array::U16(y)) => Array::U16(run(&p, &x, &y)),
         (Array::U32(x), Array::U32(y)) => Array::U32(run(&p, &x, &y)),
         (Array::U64(x), Array::U64(y)) => Array::U64(run(&p, &x, &y)),
-        (Array::F32(x), Array::F32(y)) => Array::F32(run(&p, &x, &y)),
-        (Array::F64(x), Array::F64(y)) => Array::F64(run(&p, &x, &y)),
+        // Narrower float operands widened to an f32/f64 result: the same kernel as
+        // operands of the result type, so the two give the same sums.
+        (Array::F32(x), Array::F32(y)) => Array::F32(run_float_or_loop(&p, &x, &y)),
+        (Array::F64(x), Array::F64(y)) => Array::F64(run_float_or_loop(&p, &x, &y)),
         (Array::C64(x), Array::C64(y)) => Array::C64(run(&p, &x, &y)),
         (Array::C128(x), Array::C128(y)) => Array::C128(run(&p, &x, &y)),
         _ => return Err(cx.invalid("operands do not convert to the result element type")),
