@@ -13,8 +13,10 @@
 #   OXLA_SUITE_TIMEOUT   seconds per file and backend (default 3600)
 #   OXLA_SUITE_WORKERS   pytest-xdist workers (default 2)
 #   OXLA_SUITE_CASES     JAX_NUM_GENERATED_CASES (default 10, JAX's own default)
+#   OXLA_SUITE_TEST_TIMEOUT  seconds per test (default 300; pytest-timeout)
 # Workers that crash are restarted (--max-worker-restart) and their test counted as
-# an error, so one crash does not end a file's run.
+# an error, so one crash does not end a file's run. A test past its time limit ends its
+# worker the same way (pytest-timeout's thread method, which also stops native code).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [ $# -ge 1 ] || die "usage: $0 JAX_CHECKOUT [TEST_FILE...]"
@@ -29,7 +31,7 @@ fi
 out="${OXLA_SUITE_OUT:-$OXLA_ROOT/target/jax-suite}"
 mkdir -p "$out"
 python="${PYTHON:-python3}"
-"$python" -m pip install -q absl-py hypothesis pytest pytest-xdist >/dev/null
+"$python" -m pip install -q absl-py hypothesis pytest pytest-xdist pytest-timeout >/dev/null
 
 for file in "${files[@]}"; do
     for backend in ${OXLA_SUITE_BACKENDS:-cpu oxla}; do
@@ -43,6 +45,7 @@ for file in "${files[@]}"; do
             XLA_FLAGS="--xla_force_host_platform_device_count=8" OXLA_NUM_DEVICES=8 \
             timeout "${OXLA_SUITE_TIMEOUT:-3600}" "$python" -m pytest -q -p no:cacheprovider \
             -n "${OXLA_SUITE_WORKERS:-2}" --max-worker-restart=1000 \
+            --timeout="${OXLA_SUITE_TEST_TIMEOUT:-300}" --timeout-method=thread \
             --junitxml="$out/$name.xml" "tests/$file" >"$out/$name.log" 2>&1) || true
     done
 done
