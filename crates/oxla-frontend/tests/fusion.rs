@@ -382,7 +382,8 @@ func.func private @step(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32
   %e = stablehlo.exponential %s : tensor<16xf32>
   %u = stablehlo.subtract %t, %e : tensor<16xf32>
   %v = stablehlo.maximum %u, %s : tensor<16xf32>
-  return %v : tensor<16xf32>
+  %w = stablehlo.divide %v, %cb : tensor<16xf32>
+  return %w : tensor<16xf32>
 }
 ";
 

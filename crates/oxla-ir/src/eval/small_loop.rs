@@ -361,6 +361,89 @@ fn view_mut<T: Plain>(words: &mut [u64], len: usize) -> &mut [T] {
     &mut bytemuck::cast_slice_mut(words)[..len]
 }
 
+/// The four arithmetic ops on f32/f64 and wrapping add/subtract/multiply on 32- and 64-bit
+/// integers, as plain loops over `len` elements (a loop's values are small: these beat the
+/// general byte-level dispatch of [`zip_bytes`], and compute the same bits). `false` for
+/// anything else.
+fn arithmetic(
+    et: ElementType,
+    kind: &OpKind,
+    a: &[u64],
+    b: &[u64],
+    out: &mut [u64],
+    len: usize,
+) -> bool {
+    fn go<T: Plain>(f: impl Fn(T, T) -> T, a: &[u64], b: &[u64], out: &mut [u64], len: usize) {
+        let (a, b) = (view::<T>(a, len), view::<T>(b, len));
+        for ((o, &x), &y) in view_mut::<T>(out, len).iter_mut().zip(a).zip(b) {
+            *o = f(x, y);
+        }
+    }
+    use ElementType as E;
+    use OpKind as K;
+    match (et, kind) {
+        (E::F32, K::Add) => go(|x: f32, y| x + y, a, b, out, len),
+        (E::F32, K::Subtract) => go(|x: f32, y| x - y, a, b, out, len),
+        (E::F32, K::Multiply) => go(|x: f32, y| x * y, a, b, out, len),
+        (E::F32, K::Divide) => go(|x: f32, y| x / y, a, b, out, len),
+        (E::F64, K::Add) => go(|x: f64, y| x + y, a, b, out, len),
+        (E::F64, K::Subtract) => go(|x: f64, y| x - y, a, b, out, len),
+        (E::F64, K::Multiply) => go(|x: f64, y| x * y, a, b, out, len),
+        (E::F64, K::Divide) => go(|x: f64, y| x / y, a, b, out, len),
+        (E::S32 | E::U32, K::Add) => go(u32::wrapping_add, a, b, out, len),
+        (E::S32 | E::U32, K::Subtract) => go(u32::wrapping_sub, a, b, out, len),
+        (E::S32 | E::U32, K::Multiply) => go(u32::wrapping_mul, a, b, out, len),
+        (E::S64 | E::U64, K::Add) => go(u64::wrapping_add, a, b, out, len),
+        (E::S64 | E::U64, K::Subtract) => go(u64::wrapping_sub, a, b, out, len),
+        (E::S64 | E::U64, K::Multiply) => go(u64::wrapping_mul, a, b, out, len),
+        _ => return false,
+    }
+    true
+}
+
+/// Compares 32- and 64-bit integers (a loop's counter against its bound) as plain loops
+/// over `len` elements, writing `i1` bytes; `false` for other element types.
+fn int_compare(
+    et: ElementType,
+    dir: ComparisonDirection,
+    a: &[u64],
+    b: &[u64],
+    out: &mut [u64],
+    len: usize,
+) -> bool {
+    fn go<T: Plain + Ord>(
+        dir: ComparisonDirection,
+        a: &[u64],
+        b: &[u64],
+        out: &mut [u64],
+        len: usize,
+    ) {
+        use std::cmp::Ordering as O;
+        let (a, b) = (view::<T>(a, len), view::<T>(b, len));
+        for ((o, x), y) in bytes_mut(out, len).iter_mut().zip(a).zip(b) {
+            let ord = x.cmp(y);
+            let holds = match dir {
+                ComparisonDirection::Eq => ord == O::Equal,
+                ComparisonDirection::Ne => ord != O::Equal,
+                ComparisonDirection::Ge => ord != O::Less,
+                ComparisonDirection::Gt => ord == O::Greater,
+                ComparisonDirection::Le => ord != O::Greater,
+                ComparisonDirection::Lt => ord == O::Less,
+            };
+            *o = u8::from(holds);
+        }
+    }
+    use ElementType as E;
+    match et {
+        E::S32 => go::<i32>(dir, a, b, out, len),
+        E::S64 => go::<i64>(dir, a, b, out, len),
+        E::U32 => go::<u32>(dir, a, b, out, len),
+        E::U64 => go::<u64>(dir, a, b, out, len),
+        _ => return false,
+    }
+    true
+}
+
 impl LoopProgram {
     /// Runs the loop from `state` (the `while` operands), reading captured values through
     /// `outer`; `None` when a value is not the tensor the program was compiled for (the
@@ -450,12 +533,19 @@ impl LoopProgram {
                 }
             },
             Inst::Binary(kind, a, b, _) => {
-                let (a, b) = (
-                    slot_bytes(mem, &self.slots, *a),
-                    slot_bytes(mem, &self.slots, *b),
-                );
-                zip_bytes(o.et, kind, bytes_mut(&mut out, o.bytes), a, b);
+                let same_len = len(*a) == o.len && len(*b) == o.len;
+                if !(same_len && arithmetic(o.et, kind, &mem[*a], &mem[*b], &mut out, o.len)) {
+                    let (a, b) = (
+                        slot_bytes(mem, &self.slots, *a),
+                        slot_bytes(mem, &self.slots, *b),
+                    );
+                    zip_bytes(o.et, kind, bytes_mut(&mut out, o.bytes), a, b);
+                }
             }
+            Inst::Compare(dir, _, et, a, b, _)
+                if len(*a) == o.len
+                    && len(*b) == o.len
+                    && int_compare(*et, *dir, &mem[*a], &mem[*b], &mut out, o.len) => {}
             Inst::Compare(dir, total, et, a, b, _) => {
                 let (a, b) = (
                     slot_bytes(mem, &self.slots, *a),
