@@ -246,6 +246,20 @@ def test_norms_and_pinv(dtype, oxla_device, cpu_device):
         assert_close(got, want, dtype, scale=10)
 
 
+@pytest.mark.parametrize("shape", [(100000, 2), (2, 100000)], ids=str)
+def test_thin_svd_and_pinv_of_very_long_matrices(shape, oxla_device, cpu_device):
+    # A thin decomposition only builds the first min(m, n) singular vectors: the full U of
+    # a 100000 x 2 matrix would be 80 GB.
+    a = rand(shape, np.float32, seed=19)
+    fn = lambda x: jnp.linalg.svd(x, full_matrices=False)  # noqa: E731
+    (u, s, vt), (_, want_s, _) = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert u.shape == (shape[0], 2) and vt.shape == (2, shape[1])
+    assert_close(s, want_s, np.float32, scale=10)
+    assert_close((u * s) @ vt, a, np.float32, scale=10)
+    got, want = both(jnp.linalg.pinv, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, np.float32, scale=10)
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 5, 5)], ids=str)
 def test_eig(shape, dtype, oxla_device, cpu_device):
     a = rand(shape, dtype, seed=19)

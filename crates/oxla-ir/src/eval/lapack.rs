@@ -432,16 +432,17 @@ fn gesdd_call(
     let mut us = Vec::with_capacity(u_len);
     let mut vts = Vec::with_capacity(vt_len);
     for b in 0..batch {
-        let (s, u, v) = svd(&values[b * m * n..(b + 1) * m * n], m, n);
+        let (s, u, v) = svd(&values[b * m * n..(b + 1) * m * n], m, n, mode == 'A');
         ss.extend(s.into_iter().map(|x| C::new(x, 0.0)));
         if mode == 'N' {
             continue;
         }
+        let (u_stride, v_stride) = (u.len() / m.max(1), v.len() / n.max(1));
         for i in 0..m {
-            us.extend_from_slice(&u[i * m..i * m + u_cols]);
+            us.extend_from_slice(&u[i * u_stride..i * u_stride + u_cols]);
         }
         for i in 0..vt_rows {
-            vts.extend((0..n).map(|j| v[j * n + i].conj()));
+            vts.extend((0..n).map(|j| v[j * v_stride + i].conj()));
         }
     }
     if mode == 'N' {
@@ -1557,21 +1558,24 @@ fn eigh(a: &[C], n: usize, lower: bool) -> (Vec<f64>, Vec<C>) {
 }
 
 /// Singular value decomposition `a = U diag(s) V^H` of a row-major `m x n` matrix. Returns
-/// the `min(m, n)` singular values in descending order, the full unitary `U` (`m x m`) and
-/// the full unitary `V` (`n x n`), both row-major.
-fn svd(a: &[C], m: usize, n: usize) -> (Vec<f64>, Vec<C>, Vec<C>) {
+/// the `k = min(m, n)` singular values in descending order, `U` and `V`, both row-major:
+/// with `full`, the unitary `m x m` and `n x n` matrices; otherwise their first `k` columns
+/// only (`m x k` and `n x k`), which is all a thin decomposition of a 400000 x 2 matrix
+/// may allocate.
+fn svd(a: &[C], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<C>, Vec<C>) {
     if m >= n {
-        svd_tall(a, m, n)
+        svd_tall(a, m, n, full)
     } else {
         // a^H = U' S V'^H, so a = V' S U'^H.
         let ah: Vec<C> = (0..n * m).map(|q| a[(q % m) * n + q / m].conj()).collect();
-        let (s, u, v) = svd_tall(&ah, n, m);
+        let (s, u, v) = svd_tall(&ah, n, m, full);
         (s, v, u)
     }
 }
 
-/// [`svd`] for `m >= n`, by one-sided Jacobi rotations on the columns of `a`.
-fn svd_tall(a: &[C], m: usize, n: usize) -> (Vec<f64>, Vec<C>, Vec<C>) {
+/// [`svd`] for `m >= n`, by one-sided Jacobi rotations on the columns of `a`; `U` has `m`
+/// columns with `full`, else `n`.
+fn svd_tall(a: &[C], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<C>, Vec<C>) {
     let mut w = a.to_vec();
     let mut v = vec![ZERO; n * n];
     for d in 0..n {
@@ -1640,12 +1644,13 @@ fn svd_tall(a: &[C], m: usize, n: usize) -> (Vec<f64>, Vec<C>, Vec<C>) {
             u_cols.push(Vec::new());
         }
     }
-    u_cols.resize(m, Vec::new());
+    let width = if full { m } else { n };
+    u_cols.resize(width, Vec::new());
     complete_orthonormal(&mut u_cols, m);
-    let mut u = vec![ZERO; m * m];
+    let mut u = vec![ZERO; m * width];
     for (col, vec) in u_cols.iter().enumerate() {
         for (r, &x) in vec.iter().enumerate() {
-            u[r * m + col] = x;
+            u[r * width + col] = x;
         }
     }
     (s, u, vs)
