@@ -246,6 +246,16 @@ def test_norms_and_pinv(dtype, oxla_device, cpu_device):
         assert_close(got, want, dtype, scale=10)
 
 
+@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
+def test_tridiagonal(lower, dtype, oxla_device, cpu_device):
+    # sytrd/hetrd on either triangle: the packed reflectors, d, e and tau as on cpu.
+    a = rand((2, 5, 5), dtype, seed=23)
+    fn = lambda x: jax.lax.linalg.tridiagonal(x, lower=lower)  # noqa: E731
+    got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    for g, w in zip(got, want):
+        assert_close(g, w, dtype, scale=10)
+
+
 @pytest.mark.parametrize("shape", [(100000, 2), (2, 100000)], ids=str)
 def test_thin_svd_and_pinv_of_very_long_matrices(shape, oxla_device, cpu_device):
     # A thin decomposition only builds the first min(m, n) singular vectors: the full U of

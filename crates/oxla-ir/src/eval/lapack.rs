@@ -6,7 +6,7 @@
 //! factors, 1-based pivots, Householder scalars, an `info` code per matrix. The oxla Python
 //! package installs those cpu rules for oxla, so this module implements the targets with the
 //! outputs LAPACK defines: `potrf`, `getrf`, `geqrf`, `geqp3`, `orgqr`/`ungqr`,
-//! `syevd`/`heevd`, `gesdd`, `gehrd`, `sytrd`/`hetrd` (lower triangle), `geev` and `gees`,
+//! `syevd`/`heevd`, `gesdd`, `gehrd`, `sytrd`/`hetrd` (either triangle), `geev` and `gees`,
 //! each for f32, f64, complex<f32> and complex<f64>.
 //!
 //! Matrices are read and written as logical (row-major) tensors: the column-major
@@ -682,11 +682,16 @@ fn sytrd_call(
     if m != n {
         return Err(cx.invalid("sytrd needs square matrices"));
     }
-    if config_char(cx, "uplo", 'L', "LU")? != 'L' {
-        return Err(
-            cx.unsupported("sytrd/hetrd on the upper triangle (only the lower one is implemented)")
-        );
-    }
+    // The upper triangle of `a` is the lower triangle of `a` reversed along both axes, and
+    // LAPACK's upper reduction (last column first) is the lower one of that reversed matrix:
+    // the same reflectors, their entries in reverse order. So an upper call reverses the
+    // matrices in and out, and `d`, `e` and `tau`.
+    let upper = config_char(cx, "uplo", 'L', "LU")? == 'U';
+    let reverse = |m: &mut [C]| {
+        for block in m.chunks_exact_mut((n * n).max(1)) {
+            block.reverse();
+        }
+    };
     let n1 = n.saturating_sub(1);
     let a_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
     let d_ty = expect_result(cx, 1, &with(batch_dims, &[n]), real_of(et))?;
@@ -694,6 +699,9 @@ fn sytrd_call(
     let tau_ty = expect_result(cx, 3, &with(batch_dims, &[n1]), et)?;
     let info_ty = expect_result(cx, 4, batch_dims, ElementType::S32)?;
     let mut out = values.to_vec();
+    if upper {
+        reverse(&mut out);
+    }
     let (mut ds, mut es, mut taus) = (Vec::new(), Vec::new(), Vec::new());
     for b in 0..batch {
         let a = &mut out[b * n * n..(b + 1) * n * n];
@@ -714,8 +722,17 @@ fn sytrd_call(
             }
             a[i * n + i] = C::new(h[i * n + i].re, 0.0);
         }
+        let (d0, e0, t0) = (ds.len(), es.len(), taus.len() - n1);
         ds.extend((0..n).map(|i| C::new(h[i * n + i].re, 0.0)));
         es.extend((0..n1).map(|i| C::new(h[(i + 1) * n + i].re, 0.0)));
+        if upper {
+            ds[d0..].reverse();
+            es[e0..].reverse();
+            taus[t0..].reverse();
+        }
+    }
+    if upper {
+        reverse(&mut out);
     }
     Ok(vec![
         from_complex(out, a_ty)?,
