@@ -40,7 +40,8 @@ fn fits(len: usize, s: Strided, rows: usize, cols: usize) -> bool {
 /// row-major slice. Returns `false` (leaving `out` untouched) when `out` has the wrong
 /// length or a view does not fit its slice.
 ///
-/// Sums run in the kernel's blocked order, in the element type, as XLA's do.
+/// Sums run in the kernel's blocked order, in the element type, as XLA's do. Large products
+/// split over the threads of the rayon pool this is called from; see [`matmul_serial`].
 #[allow(clippy::too_many_arguments)]
 pub fn matmul<T: GemmScalar>(
     m: usize,
@@ -51,6 +52,36 @@ pub fn matmul<T: GemmScalar>(
     b: &[T],
     sb: Strided,
     out: &mut [T],
+) -> bool {
+    matmul_on(m, k, n, a, sa, b, sb, out, gemm::Parallelism::Rayon(0))
+}
+
+/// [`matmul`] on the calling thread only: it never touches a rayon pool.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_serial<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+) -> bool {
+    matmul_on(m, k, n, a, sa, b, sb, out, gemm::Parallelism::None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn matmul_on<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+    parallelism: gemm::Parallelism,
 ) -> bool {
     if m.checked_mul(n) != Some(out.len()) {
         return false;
@@ -90,7 +121,7 @@ pub fn matmul<T: GemmScalar>(
             false,
             false,
             false,
-            gemm::Parallelism::Rayon(0),
+            parallelism,
         );
     }
     true

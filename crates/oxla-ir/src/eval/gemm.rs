@@ -22,12 +22,13 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar>(
     out: &mut [T],
 ) -> bool {
     // `gemm` threads products above about 48 * 48 * 256 multiply-adds over the rayon pool
-    // it is called from: run those from the evaluator's pool, whose threads flush
-    // denormals like the calling thread.
+    // it is called from: run those from the evaluator's pool (whose threads flush denormals
+    // like the calling thread), and smaller ones on this thread, so that no second pool
+    // (rayon's global one) competes for the cores.
     if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
         super::threads::install(|| oxla_simd::matmul(m, k, n, a, sa, b, sb, out))
     } else {
-        oxla_simd::matmul(m, k, n, a, sa, b, sb, out)
+        oxla_simd::matmul_serial(m, k, n, a, sa, b, sb, out)
     }
 }
 
