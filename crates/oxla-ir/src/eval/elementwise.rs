@@ -205,6 +205,10 @@ pub(crate) trait Float:
     /// once, for the common ops; false for the others (the caller then applies element by
     /// element).
     fn map_common(v: &[Self], out: &mut [Self], kind: &OpKind) -> bool;
+    /// `self`, or its signed zero when it is a denormal: how XLA's CPU backend, which
+    /// computes with denormals flushed, reads the operand of an op that does no float
+    /// arithmetic (rounding, sign), which the flushing mode itself does not reach.
+    fn flushed(self) -> Self;
 }
 
 macro_rules! impl_float {
@@ -245,6 +249,13 @@ macro_rules! impl_float {
                 let away_from_zero = (toward > self) == (self > 0.0);
                 $t::from_bits(if away_from_zero { bits + 1 } else { bits - 1 } as $bits)
             }
+            fn flushed(self) -> Self {
+                if self.is_subnormal() {
+                    (0.0 as $t).copysign(self)
+                } else {
+                    self
+                }
+            }
             fn map_common(v: &[Self], out: &mut [Self], kind: &OpKind) -> bool {
                 use OpKind as K;
                 fn each(v: &[$t], out: &mut [$t], f: impl Fn($t) -> $t) {
@@ -259,11 +270,11 @@ macro_rules! impl_float {
                 // The same expressions as `apply`, one loop per op.
                 match kind {
                     K::Abs => each(v, out, |x| x.abs()),
-                    K::Ceil => each(v, out, |x| x.ceil()),
+                    K::Ceil => each(v, out, |x| Float::flushed(x).ceil()),
                     K::Cosine => each(v, out, |x| x.cos()),
                     K::Exponential => each(v, out, |x| x.exp()),
                     K::ExponentialMinusOne => each(v, out, |x| x.exp_m1()),
-                    K::Floor => each(v, out, |x| x.floor()),
+                    K::Floor => each(v, out, |x| Float::flushed(x).floor()),
                     K::Log => each(v, out, |x| x.ln()),
                     K::LogPlusOne => each(v, out, |x| x.ln_1p()),
                     K::Logistic => each(v, out, |x| 1.0 / (1.0 + (-x).exp())),
@@ -282,19 +293,20 @@ macro_rules! impl_float {
                 Some(match kind {
                     K::Abs => x.abs(),
                     K::Cbrt => x.cbrt(),
-                    K::Ceil => x.ceil(),
+                    K::Ceil => Float::flushed(x).ceil(),
                     K::Cosine => x.cos(),
                     K::Exponential => x.exp(),
                     K::ExponentialMinusOne => x.exp_m1(),
-                    K::Floor => x.floor(),
+                    K::Floor => Float::flushed(x).floor(),
                     K::Log => x.ln(),
                     K::LogPlusOne => x.ln_1p(),
                     K::Logistic => 1.0 / (1.0 + (-x).exp()),
                     K::Negate => -x,
-                    K::RoundNearestAfz => x.round(),
-                    K::RoundNearestEven => x.round_ties_even(),
+                    K::RoundNearestAfz => Float::flushed(x).round(),
+                    K::RoundNearestEven => Float::flushed(x).round_ties_even(),
                     K::Rsqrt => 1.0 / x.sqrt(),
                     K::Sign => {
+                        let x = Float::flushed(x);
                         if x.is_nan() || x == 0.0 {
                             x
                         } else {
