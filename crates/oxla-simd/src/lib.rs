@@ -15,7 +15,7 @@
 mod denormals;
 mod matmul;
 pub use denormals::FlushDenormals;
-pub use matmul::{matmul, matmul_serial, GemmScalar, Strided};
+pub use matmul::{matmul, GemmScalar, Strided};
 
 /// Which instruction-set level this CPU offers, detected once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

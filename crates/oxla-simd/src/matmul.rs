@@ -40,8 +40,9 @@ fn fits(len: usize, s: Strided, rows: usize, cols: usize) -> bool {
 /// row-major slice. Returns `false` (leaving `out` untouched) when `out` has the wrong
 /// length or a view does not fit its slice.
 ///
-/// Sums run in the kernel's blocked order, in the element type, as XLA's do. Large products
-/// split over the threads of the rayon pool this is called from; see [`matmul_serial`].
+/// Sums run in the kernel's blocked order, in the element type, as XLA's do. With
+/// `threaded`, large products split over the threads of the rayon pool this is called from;
+/// without, the product runs on the calling thread and never touches a rayon pool.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul<T: GemmScalar>(
     m: usize,
@@ -52,36 +53,7 @@ pub fn matmul<T: GemmScalar>(
     b: &[T],
     sb: Strided,
     out: &mut [T],
-) -> bool {
-    matmul_on(m, k, n, a, sa, b, sb, out, gemm::Parallelism::Rayon(0))
-}
-
-/// [`matmul`] on the calling thread only: it never touches a rayon pool.
-#[allow(clippy::too_many_arguments)]
-pub fn matmul_serial<T: GemmScalar>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[T],
-    sa: Strided,
-    b: &[T],
-    sb: Strided,
-    out: &mut [T],
-) -> bool {
-    matmul_on(m, k, n, a, sa, b, sb, out, gemm::Parallelism::None)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn matmul_on<T: GemmScalar>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[T],
-    sa: Strided,
-    b: &[T],
-    sb: Strided,
-    out: &mut [T],
-    parallelism: gemm::Parallelism,
+    threaded: bool,
 ) -> bool {
     if m.checked_mul(n) != Some(out.len()) {
         return false;
@@ -121,7 +93,11 @@ fn matmul_on<T: GemmScalar>(
             false,
             false,
             false,
-            parallelism,
+            if threaded {
+                gemm::Parallelism::Rayon(0)
+            } else {
+                gemm::Parallelism::None
+            },
         );
     }
     true
@@ -179,7 +155,7 @@ mod tests {
                 col: 1,
             };
             let mut out = vec![f32::NAN; m * n];
-            assert!(matmul(m, k, n, &a, sa, &b, sb, &mut out));
+            assert!(matmul(m, k, n, &a, sa, &b, sb, &mut out, true));
             let want = reference(m, k, n, &a, sa, &b, sb);
             for (got, want) in out.iter().zip(&want) {
                 // Small integers and halves: every partial sum is exact in f32.
@@ -197,16 +173,16 @@ mod tests {
             row: 2,
             col: 1,
         };
-        assert!(!matmul(2, 2, 2, &a, s, &a, s, &mut out));
+        assert!(!matmul(2, 2, 2, &a, s, &a, s, &mut out, true));
         let a = [1.0f64; 4];
         let mut short = [0.0f64; 3];
-        assert!(!matmul(2, 2, 2, &a, s, &a, s, &mut short));
+        assert!(!matmul(2, 2, 2, &a, s, &a, s, &mut short, true));
         let huge = Strided {
             offset: usize::MAX,
             row: 1,
             col: 1,
         };
-        assert!(!matmul(2, 2, 2, &a, huge, &a, s, &mut out));
+        assert!(!matmul(2, 2, 2, &a, huge, &a, s, &mut out, true));
     }
 
     #[test]
@@ -217,7 +193,7 @@ mod tests {
             row: 0,
             col: 0,
         };
-        assert!(matmul(2, 0, 3, &[], s, &[], s, &mut out));
+        assert!(matmul(2, 0, 3, &[], s, &[], s, &mut out, false));
         assert_eq!(out, [0.0; 6]);
     }
 }

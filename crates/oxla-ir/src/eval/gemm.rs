@@ -26,9 +26,9 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar>(
     // like the calling thread), and smaller ones on this thread, so that no second pool
     // (rayon's global one) competes for the cores.
     if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
-        super::threads::install(|| oxla_simd::matmul(m, k, n, a, sa, b, sb, out))
+        super::threads::install(|| oxla_simd::matmul(m, k, n, a, sa, b, sb, out, true))
     } else {
-        oxla_simd::matmul_serial(m, k, n, a, sa, b, sb, out)
+        oxla_simd::matmul(m, k, n, a, sa, b, sb, out, false)
     }
 }
 

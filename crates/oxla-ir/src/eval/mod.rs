@@ -244,8 +244,10 @@ pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
         .collect()
 }
 
-/// The custom-call target of `jax.lax.dce_sink`, which has no results and no effect.
-const DCE_SINK: &str = "dce_sink";
+/// Whether `op` is `jax.lax.dce_sink`'s custom call, which has no results and no effect.
+fn is_dce_sink(op: &Op) -> bool {
+    call_target(op) == Some("dce_sink") && op.results.is_empty()
+}
 
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
@@ -255,7 +257,7 @@ pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => {
             lapack::supports(op)
-                || (call_target(op) == Some(DCE_SINK) && op.results.is_empty())
+                || is_dce_sink(op)
                 || sharding_call_target(op).is_some()
                 || call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
         }
@@ -544,9 +546,7 @@ impl<'m> Interp<'m> {
             }
             // `lax.dce_sink` keeps its operands from being removed as dead code; it
             // computes nothing.
-            K::CustomCall if call_target(op) == Some(DCE_SINK) && op.results.is_empty() => {
-                Vec::new()
-            }
+            K::CustomCall if is_dce_sink(op) => Vec::new(),
             K::CustomCall => match call_target(op).and_then(host::host_call_handler) {
                 Some(handler) => self.exec_host_call(frame, cx, handler.as_ref())?,
                 None => {

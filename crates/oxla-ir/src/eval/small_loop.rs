@@ -14,7 +14,7 @@
 //! or an element type other than f32, f64, the 32- and 64-bit integers and `i1` run in the
 //! interpreter.
 
-use super::elementwise::{compare_bytes, is_binary, is_unary, zip_bytes, Float};
+use super::elementwise::{compare_bytes, is_binary, is_unary, ordering_matches, zip_bytes, Float};
 use super::typed::Plain;
 use super::Value;
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -418,19 +418,9 @@ fn int_compare(
         out: &mut [u64],
         len: usize,
     ) {
-        use std::cmp::Ordering as O;
         let (a, b) = (view::<T>(a, len), view::<T>(b, len));
         for ((o, x), y) in bytes_mut(out, len).iter_mut().zip(a).zip(b) {
-            let ord = x.cmp(y);
-            let holds = match dir {
-                ComparisonDirection::Eq => ord == O::Equal,
-                ComparisonDirection::Ne => ord != O::Equal,
-                ComparisonDirection::Ge => ord != O::Less,
-                ComparisonDirection::Gt => ord == O::Greater,
-                ComparisonDirection::Le => ord != O::Greater,
-                ComparisonDirection::Lt => ord == O::Less,
-            };
-            *o = u8::from(holds);
+            *o = u8::from(ordering_matches(dir, Some(x.cmp(y))));
         }
     }
     use ElementType as E;
