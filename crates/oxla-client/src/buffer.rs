@@ -54,6 +54,18 @@ impl Slot {
     }
 }
 
+impl Drop for Slot {
+    /// Bytes nothing else holds go back to the evaluator, for the results of a later
+    /// execution (see `oxla_ir::eval::return_buffer`).
+    fn drop(&mut self) {
+        if let Some(Ok(data)) = self.data.take() {
+            if let Ok(bytes) = Arc::try_unwrap(data) {
+                oxla_ir::eval::return_buffer(bytes);
+            }
+        }
+    }
+}
+
 struct BufferInner {
     ty: TensorType,
     device: Device,

@@ -5,8 +5,8 @@
 
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
-    compiled_loops, fused_groups, row_groups, run_function_cached, run_function_with_options,
-    EvalOptions, PlanCache, SingleDevice,
+    compiled_loops, fused_groups, row_group_programs, row_groups, run_function_cached,
+    run_function_with_options, EvalOptions, PlanCache, SingleDevice,
 };
 use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
 use std::path::Path;
@@ -351,6 +351,106 @@ fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
 ";
     let module = parse_text(columns).expect("parses");
     assert!(row_groups(&module, "main").is_empty());
+}
+
+/// A rank-3 row group over 67 rows (two slabs of different heights) with every kind of
+/// step a slab program has: max, min-over-two-dimensions and product reductions, a mask
+/// from a compare feeding a select, a clamp, broadcasts of a per-row value, a row vector
+/// and a scalar argument, a reshape, and outputs that later steps read (`%e`, `%mn`), that
+/// alias another value (`%r`) or that nothing else reads (`%pr`).
+const SLAB_STEPS: &str = "func.func @main(%x: tensor<67x8x33xf32>, %g: tensor<33xf32>, %s: tensor<f32>) -> (tensor<67x8x33xf32>, tensor<67x8xf32>, tensor<67xf32>, tensor<67x264xf32>) {
+  %one = stablehlo.constant dense<1.0> : tensor<f32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %pinf = stablehlo.constant dense<0x7F800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [2] : (tensor<67x8x33xf32>, tensor<f32>) -> tensor<67x8xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0, 1] : (tensor<67x8xf32>) -> tensor<67x8x33xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<67x8x33xf32>
+  %gb = stablehlo.broadcast_in_dim %g, dims = [2] : (tensor<33xf32>) -> tensor<67x8x33xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<67x8x33xf32>
+  %gt = stablehlo.compare GT, %d, %gb, FLOAT : (tensor<67x8x33xf32>, tensor<67x8x33xf32>) -> tensor<67x8x33xi1>
+  %t = stablehlo.multiply %d, %sb : tensor<67x8x33xf32>
+  %sel = stablehlo.select %gt, %t, %gb : tensor<67x8x33xi1>, tensor<67x8x33xf32>
+  %mn = stablehlo.reduce(%sel init: %pinf) applies stablehlo.minimum across dimensions = [1, 2] : (tensor<67x8x33xf32>, tensor<f32>) -> tensor<67xf32>
+  %mnb = stablehlo.broadcast_in_dim %mn, dims = [0] : (tensor<67xf32>) -> tensor<67x8x33xf32>
+  %c = stablehlo.clamp %mnb, %sel, %gb : tensor<67x8x33xf32>
+  %e = stablehlo.tanh %c : tensor<67x8x33xf32>
+  %pr = stablehlo.reduce(%e init: %one) applies stablehlo.multiply across dimensions = [2] : (tensor<67x8x33xf32>, tensor<f32>) -> tensor<67x8xf32>
+  %r = stablehlo.reshape %c : (tensor<67x8x33xf32>) -> tensor<67x264xf32>
+  return %e, %pr, %mn, %r : tensor<67x8x33xf32>, tensor<67x8xf32>, tensor<67xf32>, tensor<67x264xf32>
+}
+";
+
+#[test]
+fn slab_programs_give_the_interpreters_bits() {
+    let module = parse_text(SLAB_STEPS).expect("parses");
+    assert_eq!(row_groups(&module, "main"), vec![14]);
+    assert_eq!(row_group_programs(&module, "main"), vec![true]);
+    for seed in 0..6 {
+        let mut rng = Rng(100 + seed);
+        // Ordinary numbers (a NaN in `%g` would make every row NaN), some of them equal.
+        let args: Vec<Literal> = [vec![67, 8, 33], vec![33], vec![]]
+            .into_iter()
+            .map(|shape| {
+                let n: usize = shape.iter().map(|&d| d as usize).product();
+                let v: Vec<f32> = (0..n)
+                    .map(|_| (rng.below(2001) as f32 - 1000.0) / 317.0)
+                    .collect();
+                Literal::from_f32(&shape, &v).expect("sized")
+            })
+            .collect();
+        // Mostly ordinary numbers, so a wrong fold or a clobbered buffer shows.
+        for out in run(&module, &args, false).expect("runs") {
+            let v = out.to_f32_vec().expect("f32");
+            let normal = v.iter().filter(|x| x.is_normal()).count();
+            assert!(normal * 2 > v.len(), "seed {seed}: {normal} of {}", v.len());
+        }
+        assert_fusion_invisible(&module, &args, &format!("slab steps, seed {seed}"));
+    }
+    // The layer norm and softmax chain compiles too (its last slab is shorter).
+    let module = parse_text(LAYER_NORM_SOFTMAX).expect("parses");
+    assert_eq!(row_group_programs(&module, "main"), vec![true]);
+
+    // An `i1` argument, a transpose and a two-result reduction are left to the
+    // interpreter, which still tiles the rows.
+    for (what, text) in [
+        (
+            "mask argument",
+            "func.func @main(%x: tensor<300x517xf32>, %p: tensor<300x517xi1>) -> tensor<300xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %e = stablehlo.exponential %x : tensor<300x517xf32>
+  %s = stablehlo.select %p, %e, %x : tensor<300x517xi1>, tensor<300x517xf32>
+  %r = stablehlo.reduce(%s init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  return %r : tensor<300xf32>
+}
+",
+        ),
+        (
+            "transpose",
+            "func.func @main(%x: tensor<300x20x30xf32>) -> tensor<300x30xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %e = stablehlo.exponential %x : tensor<300x20x30xf32>
+  %t = stablehlo.transpose %e, dims = [0, 2, 1] : (tensor<300x20x30xf32>) -> tensor<300x30x20xf32>
+  %r = stablehlo.reduce(%t init: %zero) applies stablehlo.add across dimensions = [2] : (tensor<300x30x20xf32>, tensor<f32>) -> tensor<300x30xf32>
+  return %r : tensor<300x30xf32>
+}
+",
+        ),
+    ] {
+        let module = parse_text(text).expect("parses");
+        assert_eq!(row_group_programs(&module, "main"), vec![false], "{what}");
+        let mut rng = Rng(5);
+        let func = module.function("main").expect("main");
+        let args: Vec<Literal> = func
+            .ty
+            .inputs
+            .iter()
+            .map(|t| match t {
+                Type::Tensor(t) => literal(&mut rng, t),
+                other => panic!("unexpected argument {other:?}"),
+            })
+            .collect();
+        assert_fusion_invisible(&module, &args, what);
+    }
 }
 
 /// A fori_loop as JAX lowers it (counter, call, broadcast constants, a bound read from the

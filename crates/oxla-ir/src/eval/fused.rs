@@ -35,7 +35,7 @@ const PARALLEL_ELEMENTS: usize = 1 << 16;
 
 /// What a fusible op computes on registers.
 #[derive(Clone, Debug)]
-enum Member {
+pub(crate) enum Member {
     Unary(OpKind),
     Binary(OpKind),
     Compare {
@@ -66,7 +66,7 @@ pub(crate) fn tensor_of(func: &Function, id: ValueId) -> Option<&TensorType> {
 }
 
 /// How `op` joins a fused group, with the shape of its single result; `None` when it cannot.
-fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
+pub(crate) fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
     use OpKind as K;
     let [result] = op.results.as_slice() else {
         return None;
@@ -276,7 +276,7 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[b
 
 /// One tile instruction over registers.
 #[derive(Clone, Debug)]
-enum Inst {
+pub(crate) enum Inst {
     Unary(OpKind, usize),
     Binary(OpKind, usize, usize),
     Compare(ComparisonDirection, bool, usize, usize),
@@ -580,6 +580,42 @@ impl FusedKernel {
             .collect()
     }
 
+    /// Runs the group on the calling thread over f32 slices: `args` in
+    /// [`FusedKernel::input_values`] order (an `i1` input as a 0.0/1.0 mask), `outs[k]` the
+    /// bytes of output `k`, which must be f32. `false`, with nothing written, when an
+    /// argument or output does not have the group's element count.
+    pub(crate) fn run_f32(&self, args: &[&[f32]], outs: &mut [&mut [u8]]) -> bool {
+        let n: usize = self.shape.iter().product();
+        if args.len() != self.input_values.len() || outs.len() != self.outputs.len() {
+            return false;
+        }
+        let mut sources: SmallVec<[Source<'_>; 8]> = SmallVec::with_capacity(self.inputs.len());
+        for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
+            let arg = args[k];
+            if Some(arg.len()) != input.ty.num_elements() {
+                return false;
+            }
+            sources.push(Source::F32(Cow::Borrowed(arg)));
+        }
+        let fits = |(&(_, _, et), out): (&(ValueId, usize, ElementType), &&mut [u8])| {
+            et == ElementType::F32 && out.len() == n * 4
+        };
+        if !self.outputs.iter().zip(outs.iter()).all(fits) {
+            return false;
+        }
+        if n > 0 {
+            self.run_range(&sources, 0, n, outs);
+        }
+        true
+    }
+
+    /// Whether every value the kernel writes is f32.
+    pub(crate) fn writes_only_f32(&self) -> bool {
+        self.outputs
+            .iter()
+            .all(|&(_, _, et)| et == ElementType::F32)
+    }
+
     /// Evaluates elements `start..end`; `outs[k]` holds output `k`'s elements from `start`.
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
         let width = TILE.min(end - start);
@@ -641,7 +677,7 @@ impl FusedKernel {
 }
 
 impl Inst {
-    fn sources(&self) -> Vec<usize> {
+    pub(crate) fn sources(&self) -> Vec<usize> {
         match *self {
             Inst::Unary(_, a) | Inst::Not(a) => vec![a],
             Inst::Binary(_, a, b)
@@ -672,7 +708,7 @@ impl Inst {
 
     /// Computes one tile into `out` from the registers `r` reads (tiles of `out.len()`
     /// elements).
-    fn exec<'r>(&self, r: &dyn Fn(usize) -> &'r [f32], out: &mut [f32]) {
+    pub(crate) fn exec<'r>(&self, r: &dyn Fn(usize) -> &'r [f32], out: &mut [f32]) {
         use OpKind as K;
         let mask = |b: bool| if b { 1.0 } else { 0.0 };
         match self {
@@ -735,7 +771,7 @@ fn zip(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
 }
 
 /// An input's elements: f32 values, or `i1` bytes read as 0.0/1.0.
-enum Source<'a> {
+pub(crate) enum Source<'a> {
     F32(Cow<'a, [f32]>),
     Pred(&'a [u8]),
 }
@@ -780,7 +816,13 @@ fn contiguous_run(shape: &[usize], strides: &[usize], start: usize, len: usize) 
 
 /// Loads elements `start..start + dst.len()` of the output index space from `src`, whose
 /// stride along output dimension `d` is `strides[d]`.
-fn load(src: &Source<'_>, shape: &[usize], strides: &[usize], start: usize, dst: &mut [f32]) {
+pub(crate) fn load(
+    src: &Source<'_>,
+    shape: &[usize],
+    strides: &[usize],
+    start: usize,
+    dst: &mut [f32],
+) {
     let Some(last) = shape.len().checked_sub(1) else {
         dst.fill(src.get(0));
         return;
@@ -802,7 +844,9 @@ fn load(src: &Source<'_>, shape: &[usize], strides: &[usize], start: usize, dst:
         let run = (inner - idx[last]).min(dst.len() - filled);
         let seg = &mut dst[filled..filled + run];
         if strides[last] == 0 {
-            seg.fill(src.get(base));
+            // A per-row value broadcast along the row fills a whole tile: use wide stores.
+            let v = src.get(base);
+            oxla_simd::vectorized(|| fill(seg, v));
         } else {
             src.copy(base + idx[last] * strides[last], strides[last], seg);
         }
@@ -814,6 +858,13 @@ fn load(src: &Source<'_>, shape: &[usize], strides: &[usize], start: usize, dst:
             d -= 1;
             idx[d] += 1;
         }
+    }
+}
+
+#[inline(always)]
+fn fill(dst: &mut [f32], v: f32) {
+    for d in dst {
+        *d = v;
     }
 }
 

@@ -23,6 +23,7 @@ mod gemm;
 mod host;
 mod reduce;
 mod shape;
+mod slab_program;
 mod special;
 // Ops with regions or heavier numerics: sort, gather/scatter, windows, conv, rng, linalg, fft.
 mod body;
@@ -36,6 +37,7 @@ mod lapack;
 mod linalg;
 mod plan;
 mod pool;
+pub use pool::return_buffer;
 mod rng;
 mod rows;
 mod small_loop;
@@ -226,6 +228,19 @@ pub fn row_groups(module: &Module, name: &str) -> Vec<usize> {
         .kernels
         .iter()
         .map(|(kernel, _)| kernel.num_ops())
+        .collect()
+}
+
+/// For each row group of function `name` (as [`row_groups`] lists them), whether its slabs
+/// run as compiled programs (`slab_program.rs`) rather than through the interpreter.
+pub fn row_group_programs(module: &Module, name: &str) -> Vec<bool> {
+    let Some((func, block)) = entry_block(module, name) else {
+        return Vec::new();
+    };
+    rows::find_row_groups(func, block)
+        .kernels
+        .iter()
+        .map(|(kernel, _)| kernel.compiled())
         .collect()
 }
 

@@ -12,8 +12,14 @@
 //! lengths), at most [`MAX_PER_LENGTH`] of each length, at most [`MAX_BUFFERS`] buffers and
 //! [`MAX_BYTES`] in all (the oldest go first). Buffers under [`MIN_BYTES`] are left to the
 //! allocator.
+//!
+//! Results leave the evaluator and die elsewhere (a device buffer the host program drops
+//! on its own thread). [`return_buffer`] takes such bytes into a small process-wide cache
+//! ([`MAX_RETURNED`] buffers, [`MAX_RETURNED_BYTES`] in all) that a thread's own cache
+//! falls back on, so the next execution's results reuse them too.
 
 use std::cell::RefCell;
+use std::sync::Mutex;
 
 /// Smaller buffers are cheap to allocate and are not cached.
 const MIN_BYTES: usize = 64 << 10;
@@ -25,6 +31,42 @@ const MAX_BUFFERS: usize = 32;
 const MAX_PER_LENGTH: usize = 4;
 /// How many recently asked-for lengths the cache remembers.
 const MAX_WANTED: usize = 64;
+/// The most returned buffers the process-wide cache keeps.
+const MAX_RETURNED: usize = 8;
+/// The most bytes the process-wide cache keeps.
+const MAX_RETURNED_BYTES: usize = 256 << 20;
+
+/// Returned buffers, oldest first.
+static RETURNED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+fn returned() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
+    RETURNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Keeps the bytes of a dead result for a later execution on any thread.
+pub fn return_buffer(buffer: Vec<u8>) {
+    let len = buffer.len();
+    if !(MIN_BYTES..=MAX_BYTES).contains(&len) {
+        return;
+    }
+    let mut cache = returned();
+    let mut bytes: usize = cache.iter().map(Vec::len).sum::<usize>() + len;
+    while !cache.is_empty() && (cache.len() >= MAX_RETURNED || bytes > MAX_RETURNED_BYTES) {
+        bytes -= cache.remove(0).len();
+    }
+    if bytes <= MAX_RETURNED_BYTES {
+        cache.push(buffer);
+    }
+}
+
+/// A returned buffer of exactly `len` bytes, if any.
+fn take_returned(len: usize) -> Option<Vec<u8>> {
+    let mut cache = returned();
+    let i = cache.iter().rposition(|b| b.len() == len)?;
+    Some(cache.remove(i))
+}
 
 #[derive(Default)]
 struct Cache {
@@ -81,6 +123,7 @@ fn take(len: usize) -> Option<Vec<u8>> {
         })
         .ok()
         .flatten()
+        .or_else(|| take_returned(len))
 }
 
 /// `len` zero bytes.
@@ -128,6 +171,27 @@ mod tests {
         // Nothing left to reuse (`zeroed` is still alive, so a fresh buffer is elsewhere).
         let fresh = take_zeroed(len);
         assert_ne!(fresh.as_ptr(), ptr);
+    }
+
+    #[test]
+    fn returned_buffers_serve_any_thread() {
+        // A length no other test uses: the process-wide cache is shared between tests.
+        let len = MIN_BYTES + 4096 + 3;
+        let mut buffer = vec![5u8; len];
+        buffer[1] = 9;
+        let ptr = buffer.as_ptr() as usize;
+        std::thread::spawn(move || return_buffer(buffer))
+            .join()
+            .unwrap();
+        let taken = take_for_overwrite(len);
+        assert_eq!(taken.as_ptr() as usize, ptr);
+        assert_eq!(taken[1], 9);
+        // Taken once: the next one is fresh.
+        let fresh = take_for_overwrite(len);
+        assert_ne!(fresh.as_ptr() as usize, ptr);
+        // Small buffers are left to the allocator.
+        return_buffer(vec![1u8; MIN_BYTES - 1]);
+        assert!(take_returned(MIN_BYTES - 1).is_none());
     }
 
     #[test]

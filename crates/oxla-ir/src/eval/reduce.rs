@@ -404,6 +404,41 @@ fn fold_extremum<T: Float + Send + Sync>(
     }
 }
 
+/// `out[o, i] = fold over r of x[o, r, i]` for an `[outer, reduced, inner]` array and an
+/// add, max, min or multiply `kind` (anything else folds as a product): the order every
+/// reduction over adjacent dimensions uses, so row groups that fold a slab of rows at a
+/// time get the same bits as one fold of the whole array.
+pub(crate) fn fold_float_block<T: Float + Send + Sync>(
+    kind: &OpKind,
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    shape: (usize, usize),
+) {
+    use OpKind as K;
+    let (reduced, inner) = shape;
+    match kind {
+        K::Add => fold_block(x, out, init, shape, |a, b| a + b),
+        K::Maximum => fold_extremum(x, out, init, shape, fast_max, fmax),
+        K::Minimum => fold_extremum(x, out, init, shape, fast_min, fmin),
+        _ => {
+            // Products keep the strictly sequential order.
+            if inner == 0 {
+                return;
+            }
+            for (o, acc) in out.chunks_exact_mut(inner).enumerate() {
+                acc.fill(init);
+                let block = &x[o * reduced * inner..(o + 1) * reduced * inner];
+                for row in block.chunks_exact(inner) {
+                    for (a, &v) in acc.iter_mut().zip(row) {
+                        *a = *a * v;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The f32/f64 add/max/min/mul reductions over a block of adjacent dimensions, read in
 /// place without moving the reduced dimensions first. `None` for other layouts.
 fn reduce_float_fast<T: Plain + Float + Send + Sync>(
@@ -434,26 +469,8 @@ fn reduce_float_fast<T: Plain + Float + Send + Sync>(
     let reduced: usize = ext[first..=last].iter().product();
     let inner: usize = ext[last + 1..].iter().product();
     let init = init[0];
-    let shape = (reduced, inner);
-    typed::build::<T>(out_ty.clone(), outer * inner, |out| match kind {
-        K::Add => fold_block(&x, out, init, shape, |a, b| a + b),
-        K::Maximum => fold_extremum(&x, out, init, shape, fast_max, fmax),
-        K::Minimum => fold_extremum(&x, out, init, shape, fast_min, fmin),
-        _ => {
-            // Products keep the strictly sequential order.
-            if inner == 0 {
-                return;
-            }
-            for (o, acc) in out.chunks_exact_mut(inner).enumerate() {
-                acc.fill(init);
-                let block = &x[o * reduced * inner..(o + 1) * reduced * inner];
-                for row in block.chunks_exact(inner) {
-                    for (a, &v) in acc.iter_mut().zip(row) {
-                        *a = *a * v;
-                    }
-                }
-            }
-        }
+    typed::build::<T>(out_ty.clone(), outer * inner, |out| {
+        fold_float_block(kind, &x, out, init, (reduced, inner));
     })
     .map(Some)
 }

@@ -14,6 +14,7 @@
 
 use super::fused::{collect_uses, tensor_of};
 use super::pool;
+use super::slab_program::{Scratch, SlabProgram};
 use super::threads;
 use super::{Collectives, EvalOptions, Interp, PlanCache, SingleDevice, Value};
 use crate::{
@@ -283,6 +284,9 @@ pub(crate) struct RowKernel {
     /// not divide `rows`.
     full: Function,
     rest: Option<Function>,
+    /// `full` and `rest` as slab programs, where they compile.
+    full_program: Option<SlabProgram>,
+    rest_program: Option<SlabProgram>,
     inputs: Vec<Input>,
     input_values: Vec<ValueId>,
     outputs: Vec<TensorType>,
@@ -459,11 +463,15 @@ impl RowKernel {
         let full = renumber.function(&name, &args, &body, i64::try_from(slab).ok()?);
         let rest = (total_rows % slab != 0)
             .then(|| renumber.function(&name, &args, &body, (total_rows % slab) as i64));
+        let full_program = SlabProgram::compile(&full);
+        let rest_program = rest.as_ref().and_then(SlabProgram::compile);
         Some(RowKernel {
             rows: total_rows,
             slab,
             full,
             rest,
+            full_program,
+            rest_program,
             inputs,
             input_values,
             outputs: outputs
@@ -483,6 +491,11 @@ impl RowKernel {
     /// The values the group writes, in the order [`RowKernel::run`] returns them.
     pub(crate) fn output_values(&self) -> &[ValueId] {
         &self.output_values
+    }
+
+    /// Whether the group's slabs (all of them) run as compiled programs.
+    pub(crate) fn compiled(&self) -> bool {
+        self.full_program.is_some() && (self.rest.is_none() || self.rest_program.is_some())
     }
 
     /// How many ops of the block the group covers.
@@ -578,14 +591,47 @@ impl RowKernel {
         let single: &dyn Collectives = &SingleDevice;
         let mut interp = Interp::new(module, cache, single, options);
         interp.row_tiling = false;
+        // Whole inputs as f32, for the slab programs.
+        let whole: Vec<Option<std::borrow::Cow<'_, [f32]>>> = self
+            .inputs
+            .iter()
+            .zip(args)
+            .map(|(input, lit)| {
+                (input.mode == Mode::Whole && self.full_program.is_some())
+                    .then(|| super::typed::view::<f32>(lit))
+                    .flatten()
+            })
+            .collect();
+        let mut scratch: [Option<Scratch>; 2] = [None, None];
         let mut start = 0;
         while start < n {
             let len = self.slab.min(n - start);
-            let func = if len == self.slab {
-                &self.full
+            let (func, program, k) = if len == self.slab {
+                (&self.full, self.full_program.as_ref(), 0)
             } else {
-                self.rest.as_ref().unwrap_or(&self.full)
+                (
+                    self.rest.as_ref().unwrap_or(&self.full),
+                    self.rest_program.as_ref(),
+                    1,
+                )
             };
+            // Programs write f32 rows in place (allocations are aligned; this is a guard).
+            let aligned = outs.iter().all(|o| o.as_ptr().align_offset(4) == 0);
+            if let Some(program) = program.filter(|_| aligned) {
+                let scratch = scratch[k].get_or_insert_with(|| program.scratch());
+                self.run_program(
+                    program,
+                    scratch,
+                    args,
+                    &whole,
+                    first + start,
+                    len,
+                    start,
+                    outs,
+                )?;
+                start += len;
+                continue;
+            }
             let values = self
                 .inputs
                 .iter()
@@ -617,5 +663,65 @@ impl RowKernel {
             start += len;
         }
         Ok(())
+    }
+
+    /// Runs rows `row..row + len` (of the whole input) through `program`, writing them at
+    /// row `at` of `outs`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_program(
+        &self,
+        program: &SlabProgram,
+        scratch: &mut Scratch,
+        args: &[&Literal],
+        whole: &[Option<std::borrow::Cow<'_, [f32]>>],
+        row: usize,
+        len: usize,
+        at: usize,
+        outs: &mut [&mut [u8]],
+    ) -> Result<(), IrError> {
+        // Row inputs are read in place when their bytes are aligned for f32, else copied.
+        let mut copies: Vec<Vec<f32>> = Vec::new();
+        // Per input: its elements, or the index of its copy.
+        let mut views: Vec<Result<&[f32], usize>> = Vec::with_capacity(args.len());
+        for ((input, lit), whole) in self.inputs.iter().zip(args).zip(whole) {
+            match input.mode {
+                Mode::Row => {
+                    let row_bytes = lit.data.len() / self.rows;
+                    let bytes = lit
+                        .data
+                        .get(row * row_bytes..(row + len) * row_bytes)
+                        .ok_or_else(|| self.error("an input is shorter than its rows".into()))?;
+                    match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+                        Ok(v) => views.push(Ok(v)),
+                        Err(_) => {
+                            copies.push(
+                                bytes
+                                    .chunks_exact(4)
+                                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                                    .collect(),
+                            );
+                            views.push(Err(copies.len() - 1));
+                        }
+                    }
+                }
+                Mode::Whole => views.push(Ok(whole.as_deref().unwrap_or(&[]))),
+            }
+        }
+        let views: Vec<&[f32]> = views
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|k| copies[k].as_slice()))
+            .collect();
+        let mut parts: Vec<&mut [f32]> = Vec::with_capacity(outs.len());
+        for (out, t) in outs.iter_mut().zip(&self.outputs) {
+            let row_bytes = t.byte_size().unwrap_or(0) / self.rows;
+            let part = out
+                .get_mut(at * row_bytes..(at + len) * row_bytes)
+                .and_then(|p| bytemuck::try_cast_slice_mut(p).ok())
+                .ok_or_else(|| self.error("an output does not hold its rows".into()))?;
+            parts.push(part);
+        }
+        program
+            .run(&views, scratch, &mut parts)
+            .map_err(|detail| self.error(detail))
     }
 }

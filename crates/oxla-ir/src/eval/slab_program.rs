@@ -1,0 +1,551 @@
+//! Row groups compiled to slab programs.
+//!
+//! A row group ([`super::rows`]) runs one slab of rows at a time. Through the interpreter
+//! each slab pays the per-op dispatch, copies its input rows out and materialises every
+//! value in a fresh buffer. A [`SlabProgram`] resolves that once per group: an f32 chain
+//! (with `i1` masks from compares, held as 0.0/1.0) becomes a flat list of steps over a
+//! few buffers, input rows are read in place, constants are computed once, and a buffer is
+//! reused as soon as its value dies, so a slab's working set stays in cache.
+//!
+//! Elementwise steps run the fused kernel's tile instructions, broadcasts its strided
+//! loads, and reductions the fold the op-by-op path uses ([`fold_float_block`]), so a
+//! program computes the interpreter's bits. A group with any other op or element type
+//! keeps the interpreter.
+
+use super::context::{extents, OpCx};
+use super::fused::{classify, find_groups, load, tensor_of, FusedKernel, Inst, Member, Source};
+use super::reduce::{fold_float_block, simple_body};
+use super::typed;
+use crate::{ElementType, Function, OpKind};
+use std::borrow::Cow;
+
+/// Where a value's elements live while a slab runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    /// Argument `k` of the slab function, read in place.
+    Arg(usize),
+    /// Constant `k` of the program.
+    Const(usize),
+    /// Buffer `k` of the working set.
+    Buf(usize),
+    /// Output `k`, written in place (no step reads it).
+    Out(usize),
+}
+
+/// One step; operands and destinations are value numbers of the slab function.
+#[derive(Clone, Debug)]
+enum Step {
+    /// An elementwise tile instruction over whole values of one shape.
+    Elem(Inst, usize),
+    /// `dst` is `src` broadcast to `shape`, with `src`'s stride along each dimension.
+    Broadcast {
+        src: usize,
+        dst: usize,
+        shape: Vec<usize>,
+        strides: Vec<usize>,
+    },
+    /// `dst[o, i]` folds `src[o, r, i]` over `r`, starting from `init`'s single element.
+    Reduce {
+        kind: OpKind,
+        src: usize,
+        init: usize,
+        dst: usize,
+        reduced: usize,
+        inner: usize,
+    },
+    /// Fused group `kernel` of the program, reading `args` and writing `dsts`, tile by tile.
+    Fused {
+        kernel: usize,
+        args: Vec<usize>,
+        dsts: Vec<usize>,
+    },
+}
+
+impl Step {
+    fn dsts(&self) -> Vec<usize> {
+        match self {
+            Step::Elem(_, d) => vec![*d],
+            Step::Broadcast { dst, .. } | Step::Reduce { dst, .. } => vec![*dst],
+            Step::Fused { dsts, .. } => dsts.clone(),
+        }
+    }
+
+    fn sources(&self) -> Vec<usize> {
+        match self {
+            Step::Elem(inst, _) => inst.sources(),
+            Step::Broadcast { src, .. } => vec![*src],
+            Step::Reduce { src, init, .. } => vec![*src, *init],
+            Step::Fused { args, .. } => args.clone(),
+        }
+    }
+}
+
+/// A slab function compiled to steps over buffers.
+#[derive(Debug)]
+pub(crate) struct SlabProgram {
+    /// Per value of the slab function: where it lives (`None`: not a tensor the program
+    /// computes) and its element count.
+    locs: Vec<Option<Loc>>,
+    lens: Vec<usize>,
+    consts: Vec<Vec<f32>>,
+    kernels: Vec<FusedKernel>,
+    /// The element count of each buffer.
+    bufs: Vec<usize>,
+    steps: Vec<Step>,
+    /// The values the function returns.
+    outputs: Vec<usize>,
+    /// The element count of each argument.
+    args: Vec<usize>,
+}
+
+/// A slab's buffers, allocated once per thread and reused for every slab.
+pub(crate) struct Scratch(Vec<Vec<f32>>);
+
+/// Builds a [`SlabProgram`]: values are first numbered steps, then packed into buffers.
+struct Builder<'f> {
+    func: &'f Function,
+    /// Per value: the value whose elements it shares (itself unless it is a reshape or an
+    /// identity broadcast or conversion of another).
+    root: Vec<usize>,
+    locs: Vec<Option<Loc>>,
+    lens: Vec<usize>,
+    consts: Vec<Vec<f32>>,
+    kernels: Vec<FusedKernel>,
+    steps: Vec<Step>,
+}
+
+impl Builder<'_> {
+    /// The element count of `v`, an f32 or `i1` tensor of static shape.
+    fn len_of(&self, v: crate::ValueId) -> Option<usize> {
+        let t = tensor_of(self.func, v)?;
+        matches!(t.element_type, ElementType::F32 | ElementType::Pred)
+            .then(|| t.num_elements())
+            .flatten()
+    }
+
+    /// Makes `result` share `src`'s elements.
+    fn alias(&mut self, result: usize, src: usize) -> Option<()> {
+        self.locs.get(src).copied().flatten()?;
+        if self.lens[src] != self.lens[result] {
+            return None;
+        }
+        self.root[result] = self.root[src];
+        self.locs[result] = self.locs[src];
+        Some(())
+    }
+
+    /// Adds the steps of `op` (not a constant or the terminator).
+    fn op(&mut self, op: &crate::Op) -> Option<()> {
+        let [result] = op.results.as_slice() else {
+            return None;
+        };
+        let r = result.index();
+        self.lens[r] = self.len_of(*result)?;
+        let operands: Vec<usize> = op.operands.iter().map(|v| v.index()).collect();
+        // Every operand is a value the program knows.
+        for &o in &operands {
+            self.locs.get(o).copied().flatten()?;
+        }
+        if op.kind == OpKind::Reshape {
+            let [src] = operands.as_slice() else {
+                return None;
+            };
+            let same_type = tensor_of(self.func, op.operands[0])?.element_type
+                == tensor_of(self.func, *result)?.element_type;
+            return same_type.then(|| self.alias(r, *src)).flatten();
+        }
+        if op.kind == OpKind::Reduce {
+            return self.reduce(op, r, &operands);
+        }
+        let (shape, member) = classify(self.func, op)?;
+        let src = |i: usize| operands.get(i).copied();
+        let inst = match member {
+            Member::Identity => return self.alias(r, src(0)?),
+            Member::Broadcast { identity: true, .. } => return self.alias(r, src(0)?),
+            Member::Broadcast { strides, .. } => {
+                self.locs[r] = Some(Loc::Buf(0));
+                self.steps.push(Step::Broadcast {
+                    src: src(0)?,
+                    dst: r,
+                    shape: extents(&shape),
+                    strides,
+                });
+                return Some(());
+            }
+            Member::Unary(kind) => Inst::Unary(kind, src(0)?),
+            Member::Binary(kind) => Inst::Binary(kind, src(0)?, src(1)?),
+            Member::Compare { dir, total } => Inst::Compare(dir, total, src(0)?, src(1)?),
+            Member::Select => Inst::Select(src(0)?, src(1)?, src(2)?),
+            Member::Clamp => Inst::Clamp(src(0)?, src(1)?, src(2)?),
+            Member::Not => Inst::Not(src(0)?),
+            Member::And => Inst::And(src(0)?, src(1)?),
+            Member::Or => Inst::Or(src(0)?, src(1)?),
+        };
+        // Same-shape operands (checked by `classify`) have the result's element count.
+        if inst.sources().iter().any(|&s| self.lens[s] != self.lens[r]) {
+            return None;
+        }
+        self.locs[r] = Some(Loc::Buf(0));
+        self.steps.push(Step::Elem(inst, r));
+        Some(())
+    }
+
+    /// A fused group: its f32 outputs get buffers, its inputs are read where they live.
+    fn fused(&mut self, kernel: FusedKernel) -> Option<()> {
+        if !kernel.writes_only_f32() {
+            return None;
+        }
+        let args: Vec<usize> = kernel.input_values().iter().map(|v| v.index()).collect();
+        for &a in &args {
+            self.locs.get(a).copied().flatten()?;
+        }
+        let mut dsts = Vec::new();
+        for v in kernel.output_values() {
+            let d = v.index();
+            *self.lens.get_mut(d)? = self.len_of(v)?;
+            self.locs[d] = Some(Loc::Buf(0));
+            dsts.push(d);
+        }
+        self.kernels.push(kernel);
+        self.steps.push(Step::Fused {
+            kernel: self.kernels.len() - 1,
+            args,
+            dsts,
+        });
+        Some(())
+    }
+
+    /// An f32 add/max/min/multiply reduction over adjacent dimensions, folded as the
+    /// op-by-op path folds it.
+    fn reduce(&mut self, op: &crate::Op, r: usize, operands: &[usize]) -> Option<()> {
+        let ([src, init], [region]) = (operands, op.regions.as_slice()) else {
+            return None;
+        };
+        let kind = simple_body(region)?;
+        use OpKind as K;
+        if !matches!(kind, K::Add | K::Maximum | K::Minimum | K::Multiply) {
+            return None;
+        }
+        let input = tensor_of(self.func, op.operands[0])?;
+        let f32s = [op.operands[0], op.operands[1], op.results[0]]
+            .iter()
+            .all(|&v| tensor_of(self.func, v).map(|t| t.element_type) == Some(ElementType::F32));
+        if !f32s || self.lens[*init] != 1 {
+            return None;
+        }
+        let cx = OpCx {
+            op,
+            func: self.func,
+        };
+        let mut dims = cx
+            .dims("dimensions", &cx.i64s("dimensions").ok()?, input.rank())
+            .ok()?;
+        dims.sort_unstable();
+        let (&first, &last) = (dims.first()?, dims.last()?);
+        if last - first + 1 != dims.len() {
+            return None;
+        }
+        let ext = extents(&input.shape);
+        let outer: usize = ext[..first].iter().product();
+        let reduced: usize = ext[first..=last].iter().product();
+        let inner: usize = ext[last + 1..].iter().product();
+        if outer * inner != self.lens[r] || outer * reduced * inner != self.lens[*src] {
+            return None;
+        }
+        self.locs[r] = Some(Loc::Buf(0));
+        self.steps.push(Step::Reduce {
+            kind,
+            src: *src,
+            init: *init,
+            dst: r,
+            reduced,
+            inner,
+        });
+        Some(())
+    }
+
+    /// Gives every step's destination a buffer, reusing those whose values are dead.
+    fn pack(&mut self, outputs: &[usize]) -> Vec<usize> {
+        let n = self.locs.len();
+        // Per root: the last step that reads it (outputs live to the end).
+        let mut last_use: Vec<usize> = (0..n).map(|_| 0).collect();
+        for (i, step) in self.steps.iter().enumerate() {
+            for d in step.dsts() {
+                last_use[self.root[d]] = i;
+            }
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            for s in step.sources() {
+                last_use[self.root[s]] = i;
+            }
+        }
+        for &o in outputs {
+            last_use[self.root[o]] = usize::MAX;
+        }
+        let mut bufs: Vec<usize> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut dying: Vec<Vec<usize>> = vec![Vec::new(); self.steps.len()];
+        for (i, step) in self.steps.iter().enumerate() {
+            for d in step.dsts() {
+                if matches!(self.locs[d], Some(Loc::Out(_))) {
+                    continue;
+                }
+                let len = self.lens[d];
+                let b = match free.iter().position(|&b| bufs[b] == len) {
+                    Some(k) => free.swap_remove(k),
+                    None => {
+                        bufs.push(len);
+                        bufs.len() - 1
+                    }
+                };
+                self.locs[d] = Some(Loc::Buf(b));
+                if let Some(list) = dying.get_mut(last_use[d]) {
+                    list.push(b);
+                }
+            }
+            // Buffers are freed after the step that last reads them, so a destination is
+            // never one of its step's sources.
+            free.append(&mut dying[i]);
+        }
+        // Aliases take their root's buffer.
+        for v in 0..n {
+            if self.locs[v].is_some() {
+                self.locs[v] = self.locs[self.root[v]];
+            }
+        }
+        bufs
+    }
+}
+
+impl SlabProgram {
+    /// Compiles `func` (a row group's slab function), or `None` when it holds an op or
+    /// element type the program does not cover.
+    pub(crate) fn compile(func: &Function) -> Option<SlabProgram> {
+        // Buffers view literal bytes as native f32; literal bytes are little-endian.
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        let [block] = func.body.blocks.as_slice() else {
+            return None;
+        };
+        let n = func.values.len();
+        let mut b = Builder {
+            func,
+            root: (0..n).collect(),
+            locs: vec![None; n],
+            lens: vec![0; n],
+            consts: Vec::new(),
+            kernels: Vec::new(),
+            steps: Vec::new(),
+        };
+        let groups = find_groups(func, block, true, &[]);
+        let mut kernels: Vec<Option<(FusedKernel, usize)>> =
+            groups.kernels.into_iter().map(Some).collect();
+        let mut args = Vec::new();
+        for (k, a) in block.arguments.iter().enumerate() {
+            let t = tensor_of(func, *a)?;
+            if t.element_type != ElementType::F32 {
+                return None;
+            }
+            let i = a.index();
+            b.lens[i] = t.num_elements()?;
+            b.locs[i] = Some(Loc::Arg(k));
+            args.push(b.lens[i]);
+        }
+        let mut outputs = None;
+        for (i, op) in block.ops.iter().enumerate() {
+            if let Some(g) = groups.of_op.get(i).copied().flatten() {
+                // A group runs at its last op, when all of its inputs are known.
+                let slot = kernels.get_mut(g)?;
+                if slot.as_ref().is_some_and(|(_, last)| *last == i) {
+                    b.fused(slot.take()?.0)?;
+                }
+                continue;
+            }
+            if op.kind.is_terminator() {
+                outputs = Some(op.operands.iter().map(|v| v.index()).collect::<Vec<_>>());
+                break;
+            }
+            if op.kind == OpKind::Constant {
+                let [result] = op.results.as_slice() else {
+                    return None;
+                };
+                let lit = super::shape::constant(OpCx { op, func }).ok()?;
+                let values = typed::view::<f32>(&lit)?.to_vec();
+                let i = result.index();
+                b.lens[i] = values.len();
+                b.locs[i] = Some(Loc::Const(b.consts.len()));
+                b.consts.push(values);
+                continue;
+            }
+            b.op(op)?;
+        }
+        let outputs = outputs?;
+        for &o in &outputs {
+            let t = tensor_of(func, crate::ValueId(u32::try_from(o).ok()?))?;
+            if t.element_type != ElementType::F32 || b.locs.get(o).copied().flatten().is_none() {
+                return None;
+            }
+        }
+        // Outputs no step reads are written straight to the caller's rows.
+        let read: Vec<usize> = b.steps.iter().flat_map(Step::sources).collect();
+        let written: Vec<usize> = b.steps.iter().flat_map(Step::dsts).collect();
+        for (k, &o) in outputs.iter().enumerate() {
+            let once = outputs.iter().filter(|&&w| w == o).count() == 1;
+            if once && b.root[o] == o && written.contains(&o) && !read.contains(&o) {
+                b.locs[o] = Some(Loc::Out(k));
+            }
+        }
+        let bufs = b.pack(&outputs);
+        Some(SlabProgram {
+            locs: b.locs,
+            lens: b.lens,
+            consts: b.consts,
+            kernels: b.kernels,
+            bufs,
+            steps: b.steps,
+            outputs,
+            args,
+        })
+    }
+
+    /// The buffers one thread needs to run slabs.
+    pub(crate) fn scratch(&self) -> Scratch {
+        Scratch(self.bufs.iter().map(|&n| vec![0.0; n]).collect())
+    }
+
+    /// Runs one step into its taken destination buffers.
+    fn exec(
+        &self,
+        step: &Step,
+        args: &[&[f32]],
+        bufs: &[Vec<f32>],
+        dsts: &mut [&mut [f32]],
+    ) -> Result<(), String> {
+        let read = |r: usize| self.read(r, args, bufs);
+        let [out, ..] = dsts else {
+            return Err("a step without a destination".to_string());
+        };
+        match step {
+            Step::Elem(inst, _) => inst.exec(&read, out),
+            Step::Broadcast {
+                src,
+                shape,
+                strides,
+                ..
+            } => load(
+                &Source::F32(Cow::Borrowed(read(*src))),
+                shape,
+                strides,
+                0,
+                out,
+            ),
+            Step::Reduce {
+                kind,
+                src,
+                init,
+                reduced,
+                inner,
+                ..
+            } => fold_float_block(kind, read(*src), out, read(*init)[0], (*reduced, *inner)),
+            Step::Fused { kernel, args, .. } => {
+                let inputs: Vec<&[f32]> = args.iter().map(|&a| read(a)).collect();
+                let mut outs: Vec<&mut [u8]> = dsts
+                    .iter_mut()
+                    .map(|o| bytemuck::cast_slice_mut(o))
+                    .collect();
+                let kernel = self.kernels.get(*kernel).ok_or("no such fused group")?;
+                if !kernel.run_f32(&inputs, &mut outs) {
+                    return Err("a fused group's values do not fit it".to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The elements of value `v`.
+    fn read<'a>(&'a self, v: usize, args: &[&'a [f32]], scratch: &'a [Vec<f32>]) -> &'a [f32] {
+        match self.locs.get(v).copied().flatten() {
+            Some(Loc::Arg(k)) => args.get(k).copied().unwrap_or(&[]),
+            Some(Loc::Const(k)) => self.consts.get(k).map_or(&[], |c| c.as_slice()),
+            Some(Loc::Buf(k)) => scratch.get(k).map_or(&[], |b| b.as_slice()),
+            Some(Loc::Out(_)) | None => &[],
+        }
+    }
+
+    /// Runs one slab: `args` are the function's arguments (element counts as compiled),
+    /// `outs[k]` receives output `k`.
+    pub(crate) fn run(
+        &self,
+        args: &[&[f32]],
+        scratch: &mut Scratch,
+        outs: &mut [&mut [f32]],
+    ) -> Result<(), String> {
+        let lens_ok = args.len() == self.args.len()
+            && args.iter().zip(&self.args).all(|(a, &n)| a.len() == n)
+            && scratch.0.len() == self.bufs.len()
+            && outs.len() == self.outputs.len()
+            && outs
+                .iter()
+                .zip(&self.outputs)
+                .all(|(o, &v)| o.len() == self.lens[v]);
+        if !lens_ok {
+            return Err("slab arguments do not match the compiled program".to_string());
+        }
+        let bufs = &mut scratch.0;
+        for step in &self.steps {
+            let dsts = step.dsts();
+            let mut taken: Vec<(usize, Vec<f32>)> = Vec::with_capacity(dsts.len());
+            for &d in &dsts {
+                if let Some(Some(Loc::Buf(b))) = self.locs.get(d) {
+                    taken.push((*b, std::mem::take(&mut bufs[*b])));
+                }
+            }
+            // Every source is whole and none is a destination's buffer (taken above).
+            let sources_ok = step
+                .sources()
+                .iter()
+                .all(|&s| !self.read(s, args, bufs).is_empty() || self.lens[s] == 0);
+            let result = {
+                let mut rows: Vec<Option<&mut [f32]>> =
+                    outs.iter_mut().map(|o| Some(&mut **o)).collect();
+                let mut from_bufs = taken.iter_mut();
+                let slices: Option<Vec<&mut [f32]>> = dsts
+                    .iter()
+                    .map(|&d| match self.locs.get(d).copied().flatten() {
+                        Some(Loc::Out(k)) => rows.get_mut(k)?.take(),
+                        Some(Loc::Buf(_)) => from_bufs.next().map(|(_, v)| v.as_mut_slice()),
+                        _ => None,
+                    })
+                    .collect();
+                match slices {
+                    Some(mut slices)
+                        if sources_ok
+                            && slices
+                                .iter()
+                                .zip(&dsts)
+                                .all(|(o, &d)| o.len() == self.lens[d]) =>
+                    {
+                        self.exec(step, args, bufs, &mut slices)
+                    }
+                    _ => Err("a step's values do not fit their buffers".to_string()),
+                }
+            };
+            for (b, out) in taken {
+                bufs[b] = out;
+            }
+            result?;
+        }
+        for (&v, dst) in self.outputs.iter().zip(outs.iter_mut()) {
+            if matches!(self.locs.get(v), Some(Some(Loc::Out(_)))) {
+                continue;
+            }
+            let src = self.read(v, args, bufs);
+            if src.len() != dst.len() {
+                return Err(format!("output {v} holds {} elements", src.len()));
+            }
+            dst.copy_from_slice(src);
+        }
+        Ok(())
+    }
+}
