@@ -308,20 +308,25 @@ fn run<T: Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec<T> {
     out
 }
 
+/// Products of at least this many multiply-adds split their blocks over threads.
+const PARALLEL_PRODUCT: usize = 1 << 20;
+
 /// The float convolution as matrix products (im2col): per group, batch element and block
 /// of output positions, the input windows become the rows of a matrix whose columns are
 /// (kernel tap, input feature) pairs, multiplied by the kernel laid out the same way.
 /// `None` when a product's views do not fit (the caller then takes the direct loop).
-/// `out` (`p.n_out` elements) must be zeroed.
+/// `out` (`p.n_out` elements) must be zeroed. Large products with the output written in
+/// place split their blocks over threads, each building its own window matrix.
 fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Option<()> {
     // Every kernel tap some output position uses, by its kernel offset.
-    let mut taps: Vec<usize> = p
-        .taps
-        .iter()
-        .flat_map(|(_, pairs)| pairs.iter().map(|&(_, r)| r))
-        .collect();
-    taps.sort_unstable();
-    taps.dedup();
+    let mut used: Vec<bool> = Vec::new();
+    for &(_, r) in p.taps.iter().flat_map(|(_, pairs)| pairs) {
+        if r >= used.len() {
+            used.resize(r + 1, false);
+        }
+        used[r] = true;
+    }
+    let taps: Vec<usize> = (0..used.len()).filter(|&r| used[r]).collect();
     let kin = p.kernel_in;
     let kdim = taps.len() * kin;
     let groups = p.feature_groups.max(p.batch_groups);
@@ -343,6 +348,13 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
     // stays in the second cache level between being built and being read.
     let total = p.out_batch * n_pos;
     let block = ((1usize << 17) / kdim.max(1)).clamp(1, total.max(1));
+    // Large products split their blocks over the threads (at least one block each).
+    let threads = if total * kdim * per_group >= PARALLEL_PRODUCT {
+        super::threads::count().max(1)
+    } else {
+        1
+    };
+    let block = block.min(total.div_ceil(threads)).max(1);
     // With one group and the output's features innermost after its positions in order
     // (NHWC), the product's rows are consecutive runs of the output: it writes there.
     let direct = groups == 1
@@ -372,9 +384,8 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
             };
             (nb, n, q % n_pos)
         };
-        for start in (0..total).step_by(block) {
-            let rows = block.min(total - start);
-            let a = &mut a[..rows * kdim];
+        // Row `k` of `a` is the window of row `start + k` of the product.
+        let fill = |start: usize, a: &mut [T]| -> Option<()> {
             for (k, arow) in a.chunks_exact_mut(kdim).enumerate() {
                 let (_, n, pos) = batch_of(start + k);
                 // Taps falling into the padding stay zero; a full row is overwritten.
@@ -399,21 +410,55 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                         }
                     } else {
                         for (i, d) in dst.iter_mut().enumerate() {
-                            *d = lhs[lhs_base + i * p.lhs_feature_stride + l];
+                            *d = lhs.get(lhs_base + i * p.lhs_feature_stride + l).copied()?;
                         }
                     }
                 }
             }
-            let sa = Strided {
-                offset: 0,
-                row: kdim,
-                col: 1,
-            };
-            let sw = Strided {
-                offset: 0,
-                row: per_group,
-                col: 1,
-            };
+            Some(())
+        };
+        let sa = Strided {
+            offset: 0,
+            row: kdim,
+            col: 1,
+        };
+        let sw = Strided {
+            offset: 0,
+            row: per_group,
+            col: 1,
+        };
+        if direct && groups == 1 && threads > 1 {
+            // Blocks of rows over the threads, each building its own window matrix and
+            // running its products on its own thread, into its own rows of the output.
+            let rows_out = out.get_mut(..total * per_group)?;
+            let mut parts: Vec<Vec<(usize, &mut [T])>> = (0..threads).map(|_| Vec::new()).collect();
+            for (b, c) in rows_out.chunks_mut(block * per_group).enumerate() {
+                parts[b % threads].push((b * block, c));
+            }
+            let mut done = vec![true; threads];
+            let (fill, w) = (&fill, &w);
+            super::threads::scope(|s| {
+                for (part, ok) in parts.into_iter().zip(done.iter_mut()) {
+                    super::threads::spawn(s, move || {
+                        let mut a = vec![T::ZERO; block * kdim];
+                        for (start, c) in part {
+                            let rows = c.len() / per_group;
+                            let a = &mut a[..rows * kdim];
+                            *ok &= fill(start, a).is_some()
+                                && oxla_simd::matmul(rows, kdim, per_group, a, sa, w, sw, c, false);
+                        }
+                    });
+                }
+            });
+            if done.iter().all(|&ok| ok) {
+                return Some(());
+            }
+            return None;
+        }
+        for start in (0..total).step_by(block) {
+            let rows = block.min(total - start);
+            let a = &mut a[..rows * kdim];
+            fill(start, a)?;
             if direct {
                 let c = out.get_mut(start * per_group..(start + rows) * per_group)?;
                 if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
@@ -608,6 +653,42 @@ mod tests {
             }
         }
         res
+    }
+
+    #[test]
+    fn large_nhwc_conv_split_over_threads_matches_the_direct_formula() {
+        // x: 5x20x20x8, w: 3x3x8x16, stride 1, SAME padding: 2000 product rows of 72
+        // (2.3M multiply-adds) split into blocks over the threads, the last one shorter.
+        let xs = [5usize, 20, 20, 8];
+        let ws = [3usize, 3, 8, 16];
+        let xv: Vec<i64> = (0..16000).map(|i| (i * 7 % 13) as i64 - 6).collect();
+        let wv: Vec<i64> = (0..1152).map(|i| (i * 5 % 9) as i64 - 4).collect();
+        let out = [5usize, 20, 20, 16];
+        let want = naive_nhwc(&xv, xs, &wv, ws, 1, [1, 1], [1, 1], [1, 1], out);
+        let attrs = vec![
+            ("input_batch_dimension", int(0)),
+            ("input_feature_dimension", int(3)),
+            ("input_spatial_dimensions", i64s(&[1, 2])),
+            ("kernel_input_feature_dimension", int(2)),
+            ("kernel_output_feature_dimension", int(3)),
+            ("kernel_spatial_dimensions", i64s(&[0, 1])),
+            ("output_batch_dimension", int(0)),
+            ("output_feature_dimension", int(3)),
+            ("output_spatial_dimensions", i64s(&[1, 2])),
+            ("padding", i64s(&[1, 1, 1, 1])),
+        ];
+        // Small integers: every sum is exact in f32, whatever the order.
+        let as_f32 = |v: &[i64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+        let x = f32s(&[5, 20, 20, 8], &as_f32(&xv));
+        let w = f32s(&[3, 3, 8, 16], &as_f32(&wv));
+        let r = run_op(
+            OpKind::Convolution,
+            &[x, w],
+            t(&[5, 20, 20, 16], ElementType::F32),
+            attrs,
+        )
+        .unwrap();
+        assert_eq!(to_f32(&r), as_f32(&want));
     }
 
     #[test]
