@@ -611,6 +611,15 @@ fn golden_jax_programs_give_the_same_bits_fused() {
     assert!(compared >= 10, "only {compared} golden programs compared");
 }
 
+/// Two NHWC convolutions of different shapes (a strided, padded 3x3 and a 1x1), whose
+/// kept plans must not mix.
+const TWO_CONVOLUTIONS: &str = "func.func @main(%x: tensor<2x9x9x3xf32>, %w: tensor<3x3x3x4xf32>, %v: tensor<1x1x4x5xf32>) -> tensor<2x5x5x5xf32> {
+  %a = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<2x9x9x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x5x5x4xf32>
+  %b = stablehlo.convolution(%a, %v) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 0], [0, 0]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<2x5x5x4xf32>, tensor<1x1x4x5xf32>) -> tensor<2x5x5x5xf32>
+  return %b : tensor<2x5x5x5xf32>
+}
+";
+
 #[test]
 fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
     // One cache serves calls of a row-group module and a compiled-loop module in turn (each
@@ -618,7 +627,12 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
     // a fresh cache.
     let rows = parse_text(LAYER_NORM_SOFTMAX).expect("parses");
     let fori = parse_text(FORI_LOOP).expect("parses");
+    let convs = parse_text(TWO_CONVOLUTIONS).expect("parses");
     let mut rng = Rng(23);
+    let conv_args: Vec<Literal> = [vec![2, 9, 9, 3], vec![3, 3, 3, 4], vec![1, 1, 4, 5]]
+        .into_iter()
+        .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
+        .collect();
     let row_args: Vec<Literal> = [vec![300, 517], vec![517], vec![517]]
         .into_iter()
         .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
@@ -635,6 +649,7 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
         run_function_with_options(module, "main", args, &SingleDevice, options).expect("runs")
     };
     let (want_rows, want_fori) = (fresh(&rows, &row_args), fresh(&fori, &fori_args));
+    let want_convs = fresh(&convs, &conv_args);
     let same = |got: &[Literal], want: &[Literal]| {
         got.len() == want.len() && got.iter().zip(want).all(|(a, b)| same_bits(a, b))
     };
@@ -656,6 +671,12 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
             same(&cached(&fori, &fori_args), &want_fori),
             "loop, round {round}"
         );
+        for again in 0..2 {
+            assert!(
+                same(&cached(&convs, &conv_args), &want_convs),
+                "convolutions, round {round}, call {again}"
+            );
+        }
     }
     std::thread::scope(|s| {
         let a = s.spawn(|| cached(&rows, &row_args));

@@ -186,7 +186,11 @@ impl<'m> Interp<'m> {
             }
             K::Convolution => {
                 let a = tensors(frame, 2)?;
-                single(conv::convolution(cx, &a[0], &a[1])?)
+                let (lhs, rhs) = (&a[0].ty, &a[1].ty);
+                let plan = self
+                    .cache
+                    .conv_plan(cx.op, lhs, rhs, || conv::plan_for(cx, lhs, rhs))?;
+                single(conv::convolution_with(cx, &a[0], &a[1], &plan.2)?)
             }
             K::ReduceWindow => self.exec_reduce_window(frame, cx)?,
             K::SelectAndScatter => self.exec_select_and_scatter(frame, cx)?,

@@ -6,10 +6,11 @@
 //! empties it first), and never drops an entry: blocks the plans themselves own (a row
 //! group's slab functions) live as long as the cache.
 
+use super::conv;
 use super::plan::{plan_block, BlockPlan};
 use super::small_loop::{self, LoopProgram};
 use super::AddrMap;
-use crate::{Block, Function, Module, Op};
+use crate::{Block, Function, IrError, Module, Op, TensorType};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,7 +23,12 @@ pub struct PlanCache {
     module: AtomicUsize,
     plans: Mutex<AddrMap<Arc<BlockPlan>>>,
     loops: Mutex<AddrMap<Option<Arc<LoopProgram>>>>,
+    /// Convolution plans, with the operand types they were made for.
+    convs: Mutex<AddrMap<ConvEntry>>,
 }
+
+/// A convolution plan and the operand types it serves.
+type ConvEntry = Arc<(TensorType, TensorType, conv::Plan)>;
 
 impl std::fmt::Debug for PlanCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -52,9 +58,11 @@ impl PlanCache {
         }
         let mut plans = lock(&self.plans);
         let mut loops = lock(&self.loops);
+        let mut convs = lock(&self.convs);
         if self.module.load(Ordering::Acquire) != addr {
             plans.clear();
             loops.clear();
+            convs.clear();
             self.module.store(addr, Ordering::Release);
         }
     }
@@ -99,5 +107,25 @@ impl PlanCache {
         }
         let program = small_loop::compile(module, func, op).map(Arc::new);
         lock(&self.loops).entry(key).or_insert(program).clone()
+    }
+
+    /// The plan of convolution `op` for operands of types `lhs` and `rhs`, made by `build`
+    /// the first time (and again if the types change).
+    pub(crate) fn conv_plan(
+        &self,
+        op: &Op,
+        lhs: &TensorType,
+        rhs: &TensorType,
+        build: impl FnOnce() -> Result<conv::Plan, IrError>,
+    ) -> Result<ConvEntry, IrError> {
+        let key = op as *const Op as usize;
+        if let Some(entry) = lock(&self.convs).get(&key) {
+            if entry.0 == *lhs && entry.1 == *rhs {
+                return Ok(entry.clone());
+            }
+        }
+        let entry = Arc::new((lhs.clone(), rhs.clone(), build()?));
+        lock(&self.convs).insert(key, entry.clone());
+        Ok(entry)
     }
 }

@@ -56,7 +56,7 @@ impl Mac for bool {
 }
 
 /// The validated index arithmetic of one convolution.
-struct Plan {
+pub(crate) struct Plan {
     /// Output batch, output features, and flat output index per (batch, feature, spatial).
     out_batch: usize,
     out_features: usize,
@@ -516,34 +516,44 @@ fn run_float_or_loop<T: ArrayFloat + Mac>(p: &Plan, lhs: &[T], rhs: &[T]) -> Vec
     }
 }
 
-/// Evaluates `convolution`.
-pub(crate) fn convolution(cx: OpCx<'_>, lhs: &Literal, rhs: &Literal) -> Result<Literal, IrError> {
+/// The plan of `convolution` op `cx` on operands of types `lhs` and `rhs`: where each
+/// output position reads, computed once per op and operand types (see `PlanCache`).
+pub(crate) fn plan_for(cx: OpCx<'_>, lhs: &TensorType, rhs: &TensorType) -> Result<Plan, IrError> {
+    plan(cx, lhs, rhs, cx.result_tensor(0)?)
+}
+
+/// Evaluates `convolution` with `p`, its plan for the operands' types.
+pub(crate) fn convolution_with(
+    cx: OpCx<'_>,
+    lhs: &Literal,
+    rhs: &Literal,
+    p: &Plan,
+) -> Result<Literal, IrError> {
     let out_ty = cx.result_tensor(0)?;
-    let p = plan(cx, &lhs.ty, &rhs.ty, out_ty)?;
     let et = out_ty.element_type;
-    let fast = convolution_float::<f32>(&p, lhs, rhs, out_ty)
-        .or_else(|| convolution_float::<f64>(&p, lhs, rhs, out_ty));
+    let fast = convolution_float::<f32>(p, lhs, rhs, out_ty)
+        .or_else(|| convolution_float::<f64>(p, lhs, rhs, out_ty));
     if let Some(res) = fast {
         return res;
     }
     let a = convert_array(&decode(lhs), et);
     let b = convert_array(&decode(rhs), et);
     let out = match (a, b) {
-        (Array::Pred(x), Array::Pred(y)) => Array::Pred(run(&p, &x, &y)),
-        (Array::S8(x), Array::S8(y)) => Array::S8(run(&p, &x, &y)),
-        (Array::S16(x), Array::S16(y)) => Array::S16(run(&p, &x, &y)),
-        (Array::S32(x), Array::S32(y)) => Array::S32(run(&p, &x, &y)),
-        (Array::S64(x), Array::S64(y)) => Array::S64(run(&p, &x, &y)),
-        (Array::U8(x), Array::U8(y)) => Array::U8(run(&p, &x, &y)),
-        (Array::U16(x), Array::U16(y)) => Array::U16(run(&p, &x, &y)),
-        (Array::U32(x), Array::U32(y)) => Array::U32(run(&p, &x, &y)),
-        (Array::U64(x), Array::U64(y)) => Array::U64(run(&p, &x, &y)),
+        (Array::Pred(x), Array::Pred(y)) => Array::Pred(run(p, &x, &y)),
+        (Array::S8(x), Array::S8(y)) => Array::S8(run(p, &x, &y)),
+        (Array::S16(x), Array::S16(y)) => Array::S16(run(p, &x, &y)),
+        (Array::S32(x), Array::S32(y)) => Array::S32(run(p, &x, &y)),
+        (Array::S64(x), Array::S64(y)) => Array::S64(run(p, &x, &y)),
+        (Array::U8(x), Array::U8(y)) => Array::U8(run(p, &x, &y)),
+        (Array::U16(x), Array::U16(y)) => Array::U16(run(p, &x, &y)),
+        (Array::U32(x), Array::U32(y)) => Array::U32(run(p, &x, &y)),
+        (Array::U64(x), Array::U64(y)) => Array::U64(run(p, &x, &y)),
         // Narrower float operands widened to an f32/f64 result: the same kernel as
         // operands of the result type, so the two give the same sums.
-        (Array::F32(x), Array::F32(y)) => Array::F32(run_float_or_loop(&p, &x, &y)),
-        (Array::F64(x), Array::F64(y)) => Array::F64(run_float_or_loop(&p, &x, &y)),
-        (Array::C64(x), Array::C64(y)) => Array::C64(run(&p, &x, &y)),
-        (Array::C128(x), Array::C128(y)) => Array::C128(run(&p, &x, &y)),
+        (Array::F32(x), Array::F32(y)) => Array::F32(run_float_or_loop(p, &x, &y)),
+        (Array::F64(x), Array::F64(y)) => Array::F64(run_float_or_loop(p, &x, &y)),
+        (Array::C64(x), Array::C64(y)) => Array::C64(run(p, &x, &y)),
+        (Array::C128(x), Array::C128(y)) => Array::C128(run(p, &x, &y)),
         _ => return Err(cx.invalid("operands do not convert to the result element type")),
     };
     encode(&out, out_ty.clone())
