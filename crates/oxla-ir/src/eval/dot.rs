@@ -16,7 +16,7 @@ use super::element::{decode, encode, storage_of, Array, Storage};
 use super::elementwise::{ComplexOps, Int};
 use super::gemm::{group_stride, matmul_into, Strided};
 use super::shape::permute;
-use super::typed::{to_bytes, view_bytes, ArrayFloat};
+use super::typed::{self, view_bytes, ArrayFloat};
 use crate::{ElementType, IrError, Literal, TensorType};
 use num_complex::Complex;
 use std::borrow::Cow;
@@ -263,27 +263,36 @@ fn float_product<T: ArrayFloat>(
     b: FloatOperand<'_, T>,
     ty: TensorType,
 ) -> Result<Option<Literal>, IrError> {
-    let mut out = vec![T::ZERO; s.batch * s.m * s.n];
-    if s.m * s.n > 0 {
-        for (i, chunk) in out.chunks_exact_mut(s.m * s.n).enumerate() {
-            let sa = Strided {
-                offset: i * a.batch_stride,
-                ..a.matrix
-            };
-            let sb = Strided {
-                offset: i * b.batch_stride,
-                ..b.matrix
-            };
-            if !matmul_into(s.m, s.k, s.n, &a.data, sa, &b.data, sb, chunk) {
-                return Ok(None);
-            }
+    let product = |out: &mut [T]| -> bool {
+        if s.m * s.n == 0 {
+            return true;
         }
-    }
+        out.chunks_exact_mut(s.m * s.n)
+            .enumerate()
+            .all(|(i, chunk)| {
+                let sa = Strided {
+                    offset: i * a.batch_stride,
+                    ..a.matrix
+                };
+                let sb = Strided {
+                    offset: i * b.batch_stride,
+                    ..b.matrix
+                };
+                matmul_into(s.m, s.k, s.n, &a.data, sa, &b.data, sb, chunk)
+            })
+    };
+    let n = s.batch * s.m * s.n;
     if ty.element_type == T::ET {
-        Literal::new(ty, to_bytes(&out)).map(Some)
-    } else {
-        encode(&T::into_array(out), ty).map(Some)
+        // Written in place into a (pooled) result buffer.
+        let mut done = false;
+        let lit = typed::build::<T>(ty, n, |out| done = product(out))?;
+        return Ok(done.then_some(lit));
     }
+    let mut out = vec![T::ZERO; n];
+    if !product(&mut out) {
+        return Ok(None);
+    }
+    encode(&T::into_array(out), ty).map(Some)
 }
 
 /// Evaluates `dot_general`.

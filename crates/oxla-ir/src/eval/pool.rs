@@ -36,22 +36,36 @@ const MAX_RETURNED: usize = 8;
 /// The most bytes the process-wide cache keeps.
 const MAX_RETURNED_BYTES: usize = 256 << 20;
 
-/// Returned buffers, oldest first.
-static RETURNED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Returned buffers (oldest first), and the lengths kernels on any thread recently asked
+/// for (least recent first).
+struct Returned {
+    buffers: Vec<Vec<u8>>,
+    wanted: Vec<usize>,
+}
 
-fn returned() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
+static RETURNED: Mutex<Returned> = Mutex::new(Returned {
+    buffers: Vec::new(),
+    wanted: Vec::new(),
+});
+
+fn returned() -> std::sync::MutexGuard<'static, Returned> {
     RETURNED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Keeps the bytes of a dead result for a later execution on any thread.
+/// Keeps the bytes of a dead result for a later execution on any thread, when kernels
+/// recently asked for buffers of its length (otherwise they are freed).
 pub fn return_buffer(buffer: Vec<u8>) {
     let len = buffer.len();
     if !(MIN_BYTES..=MAX_BYTES).contains(&len) {
         return;
     }
-    let mut cache = returned();
+    let mut guard = returned();
+    if !guard.wanted.contains(&len) {
+        return;
+    }
+    let cache = &mut guard.buffers;
     let mut bytes: usize = cache.iter().map(Vec::len).sum::<usize>() + len;
     while !cache.is_empty() && (cache.len() >= MAX_RETURNED || bytes > MAX_RETURNED_BYTES) {
         bytes -= cache.remove(0).len();
@@ -61,11 +75,16 @@ pub fn return_buffer(buffer: Vec<u8>) {
     }
 }
 
-/// A returned buffer of exactly `len` bytes, if any.
+/// A returned buffer of exactly `len` bytes, if any; notes `len` as wanted.
 fn take_returned(len: usize) -> Option<Vec<u8>> {
-    let mut cache = returned();
-    let i = cache.iter().rposition(|b| b.len() == len)?;
-    Some(cache.remove(i))
+    let mut guard = returned();
+    guard.wanted.retain(|&w| w != len);
+    if guard.wanted.len() >= MAX_WANTED {
+        guard.wanted.remove(0);
+    }
+    guard.wanted.push(len);
+    let i = guard.buffers.iter().rposition(|b| b.len() == len)?;
+    Some(guard.buffers.remove(i))
 }
 
 #[derive(Default)]
@@ -177,6 +196,10 @@ mod tests {
     fn returned_buffers_serve_any_thread() {
         // A length no other test uses: the process-wide cache is shared between tests.
         let len = MIN_BYTES + 4096 + 3;
+        // A length no kernel asked for is not kept.
+        return_buffer(vec![5u8; len]);
+        assert!(returned().buffers.iter().all(|b| b.len() != len));
+        let _first = take_for_overwrite(len);
         let mut buffer = vec![5u8; len];
         buffer[1] = 9;
         let ptr = buffer.as_ptr() as usize;
