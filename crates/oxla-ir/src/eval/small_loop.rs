@@ -58,6 +58,19 @@ enum Inst {
     Fill(usize, usize),
 }
 
+impl Inst {
+    /// The slot the instruction writes.
+    fn dst(&self) -> usize {
+        match self {
+            Inst::Unary(_, _, d)
+            | Inst::Binary(_, _, _, d)
+            | Inst::Compare(_, _, _, _, _, d)
+            | Inst::Select(_, _, _, d)
+            | Inst::Fill(_, d) => *d,
+        }
+    }
+}
+
 /// A compiled `while`.
 #[derive(Debug)]
 pub(crate) struct LoopProgram {
@@ -71,6 +84,10 @@ pub(crate) struct LoopProgram {
     cond_result: usize,
     body: Vec<Inst>,
     body_results: Vec<usize>,
+    /// Per loop-carried value: whether its new value's slot is one the body writes afresh
+    /// every iteration (and no other value's), so the two slots trade places instead of
+    /// copying.
+    swaps: Vec<bool>,
     /// The slots of the loop-carried values.
     state: Vec<usize>,
     /// Values of the enclosing function the regions read (hoisted constants, say), with
@@ -325,6 +342,14 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
     {
         return None;
     }
+    let swaps = body_results
+        .iter()
+        .map(|&r| {
+            body_insts.iter().any(|inst| inst.dst() == r)
+                && body_results.iter().filter(|&&w| w == r).count() == 1
+                && !state.contains(&r)
+        })
+        .collect();
     Some(LoopProgram {
         slots: b.slots,
         fixed: b.fixed,
@@ -333,6 +358,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         cond_result: *cond_result,
         body: body_insts,
         body_results,
+        swaps,
         state,
         captures: b.captures,
     })
@@ -481,11 +507,27 @@ impl LoopProgram {
             for inst in &self.body {
                 self.exec(inst, &mut mem);
             }
-            // Results may be other state slots: read them all before writing any.
-            for (c, &r) in carried.iter_mut().zip(&self.body_results) {
+            // Results may be other state slots: read them all before writing any. A
+            // result the body computes afresh trades places with its state slot (the
+            // body writes it again before reading it in the next iteration).
+            let steps = self.body_results.iter().zip(&self.state).zip(&self.swaps);
+            for ((c, &r), _) in carried
+                .iter_mut()
+                .zip(&self.body_results)
+                .zip(&self.swaps)
+                .filter(|(_, &sw)| !sw)
+            {
                 c.copy_from_slice(&mem[r]);
             }
-            for (c, &s) in carried.iter().zip(&self.state) {
+            for ((&r, &s), _) in steps.filter(|(_, &sw)| sw) {
+                mem.swap(r, s);
+            }
+            for ((c, &s), _) in carried
+                .iter()
+                .zip(&self.state)
+                .zip(&self.swaps)
+                .filter(|(_, &sw)| !sw)
+            {
                 mem[s].copy_from_slice(c);
             }
         }
@@ -503,13 +545,7 @@ impl LoopProgram {
 
     /// Runs one instruction. Its destination is never one of its sources (SSA).
     fn exec(&self, inst: &Inst, mem: &mut [Vec<u64>]) {
-        let dst = match inst {
-            Inst::Unary(_, _, d)
-            | Inst::Binary(_, _, _, d)
-            | Inst::Compare(_, _, _, _, _, d)
-            | Inst::Select(_, _, _, d)
-            | Inst::Fill(_, d) => *d,
-        };
+        let dst = inst.dst();
         let mut out = std::mem::take(&mut mem[dst]);
         let o = &self.slots[dst];
         let len = |s: usize| self.slots[s].len;
