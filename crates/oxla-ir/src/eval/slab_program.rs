@@ -107,6 +107,8 @@ struct Builder<'f> {
     /// Per value: the value whose elements it shares (itself unless it is a reshape or an
     /// identity broadcast or conversion of another).
     root: Vec<usize>,
+    /// A value a step computes holds `Loc::Buf(0)` until [`Builder::pack`] gives it its
+    /// buffer (or the caller's rows, `Loc::Out`).
     locs: Vec<Option<Loc>>,
     lens: Vec<usize>,
     consts: Vec<Vec<f32>>,
