@@ -427,7 +427,7 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
             row: per_group,
             col: 1,
         };
-        if direct && groups == 1 && threads > 1 {
+        if direct && threads > 1 {
             // Blocks of rows over the threads, each building its own window matrix and
             // running its products on its own thread, into its own rows of the output.
             let rows_out = out.get_mut(..total * per_group)?;
@@ -450,10 +450,7 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                     });
                 }
             });
-            if done.iter().all(|&ok| ok) {
-                return Some(());
-            }
-            return None;
+            return done.iter().all(|&ok| ok).then_some(());
         }
         for start in (0..total).step_by(block) {
             let rows = block.min(total - start);
@@ -563,6 +560,23 @@ pub(crate) fn convolution_with(
 mod tests {
     use super::super::testing::*;
     use crate::{Attribute, ElementType, OpKind};
+
+    /// NHWC / HWIO / NHWC 2-d convolution attributes.
+    fn attrs_nhwc(extra: Vec<(&'static str, Attribute)>) -> Vec<(&'static str, Attribute)> {
+        let mut a = vec![
+            ("input_batch_dimension", int(0)),
+            ("input_feature_dimension", int(3)),
+            ("input_spatial_dimensions", i64s(&[1, 2])),
+            ("kernel_input_feature_dimension", int(2)),
+            ("kernel_output_feature_dimension", int(3)),
+            ("kernel_spatial_dimensions", i64s(&[0, 1])),
+            ("output_batch_dimension", int(0)),
+            ("output_feature_dimension", int(3)),
+            ("output_spatial_dimensions", i64s(&[1, 2])),
+        ];
+        a.extend(extra);
+        a
+    }
 
     /// NCH / OIH / NCH 1-d convolution attributes.
     fn attrs_1d(extra: Vec<(&'static str, Attribute)>) -> Vec<(&'static str, Attribute)> {
@@ -675,18 +689,7 @@ mod tests {
         let wv: Vec<i64> = (0..1152).map(|i| (i * 5 % 9) as i64 - 4).collect();
         let out = [5usize, 20, 20, 16];
         let want = naive_nhwc(&xv, xs, &wv, ws, 1, [1, 1], [1, 1], [1, 1], out);
-        let attrs = vec![
-            ("input_batch_dimension", int(0)),
-            ("input_feature_dimension", int(3)),
-            ("input_spatial_dimensions", i64s(&[1, 2])),
-            ("kernel_input_feature_dimension", int(2)),
-            ("kernel_output_feature_dimension", int(3)),
-            ("kernel_spatial_dimensions", i64s(&[0, 1])),
-            ("output_batch_dimension", int(0)),
-            ("output_feature_dimension", int(3)),
-            ("output_spatial_dimensions", i64s(&[1, 2])),
-            ("padding", i64s(&[1, 1, 1, 1])),
-        ];
+        let attrs = attrs_nhwc(vec![("padding", i64s(&[1, 1, 1, 1]))]);
         // Small integers: every sum is exact in f32, whatever the order.
         let as_f32 = |v: &[i64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
         let x = f32s(&[5, 20, 20, 8], &as_f32(&xv));
@@ -712,21 +715,12 @@ mod tests {
         // H: 5 + 2 = 7, span (2-1)*2+1 = 3 -> 5. W: 6 + 2 = 8, span 3, stride 2 -> 3.
         let out = [2usize, 5, 3, 6];
         let want = naive_nhwc(&xv, xs, &wv, ws, 2, [1, 2], [1, 0], [2, 1], out);
-        let attrs = vec![
-            ("input_batch_dimension", int(0)),
-            ("input_feature_dimension", int(3)),
-            ("input_spatial_dimensions", i64s(&[1, 2])),
-            ("kernel_input_feature_dimension", int(2)),
-            ("kernel_output_feature_dimension", int(3)),
-            ("kernel_spatial_dimensions", i64s(&[0, 1])),
-            ("output_batch_dimension", int(0)),
-            ("output_feature_dimension", int(3)),
-            ("output_spatial_dimensions", i64s(&[1, 2])),
+        let attrs = attrs_nhwc(vec![
             ("window_strides", i64s(&[1, 2])),
             ("padding", i64s(&[1, 1, 0, 2])),
             ("rhs_dilation", i64s(&[2, 1])),
             ("feature_group_count", int(2)),
-        ];
+        ]);
         let x = i64s_lit(&[2, 5, 6, 4], &xv);
         let w = i64s_lit(&[2, 3, 2, 6], &wv);
         let out_shape: Vec<i64> = out.iter().map(|&v| v as i64).collect();

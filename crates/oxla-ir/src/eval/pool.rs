@@ -75,14 +75,20 @@ pub fn return_buffer(buffer: Vec<u8>) {
     }
 }
 
+/// Makes `len` the most recently wanted length of `wanted` (least recent first), which
+/// remembers at most [`MAX_WANTED`].
+fn note_wanted(wanted: &mut Vec<usize>, len: usize) {
+    wanted.retain(|&w| w != len);
+    if wanted.len() >= MAX_WANTED {
+        wanted.remove(0);
+    }
+    wanted.push(len);
+}
+
 /// A returned buffer of exactly `len` bytes, if any; notes `len` as wanted.
 fn take_returned(len: usize) -> Option<Vec<u8>> {
     let mut guard = returned();
-    guard.wanted.retain(|&w| w != len);
-    if guard.wanted.len() >= MAX_WANTED {
-        guard.wanted.remove(0);
-    }
-    guard.wanted.push(len);
+    note_wanted(&mut guard.wanted, len);
     let i = guard.buffers.iter().rposition(|b| b.len() == len)?;
     Some(guard.buffers.remove(i))
 }
@@ -130,11 +136,7 @@ fn take(len: usize) -> Option<Vec<u8>> {
     CACHE
         .try_with(|cache| {
             let mut cache = cache.borrow_mut();
-            cache.wanted.retain(|&w| w != len);
-            if cache.wanted.len() >= MAX_WANTED {
-                cache.wanted.remove(0);
-            }
-            cache.wanted.push(len);
+            note_wanted(&mut cache.wanted, len);
             let i = cache.buffers.iter().rposition(|b| b.len() == len)?;
             let buffer = cache.buffers.remove(i);
             cache.bytes -= len;

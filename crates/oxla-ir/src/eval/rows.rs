@@ -21,6 +21,7 @@ use crate::{
     Block, Function, FunctionType, IrError, Literal, Op, OpKind, Region, TensorType, Type, ValueId,
     Visibility,
 };
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Groups whose row-local values hold fewer elements in all run op by op: tiling pays a
@@ -592,7 +593,7 @@ impl RowKernel {
         let mut interp = Interp::new(module, cache, single, options);
         interp.row_tiling = false;
         // Whole inputs as f32, for the slab programs.
-        let whole: Vec<Option<std::borrow::Cow<'_, [f32]>>> = self
+        let whole: Vec<Option<Cow<'_, [f32]>>> = self
             .inputs
             .iter()
             .zip(args)
@@ -603,6 +604,8 @@ impl RowKernel {
             })
             .collect();
         let mut scratch: [Option<Scratch>; 2] = [None, None];
+        // Programs write f32 rows in place (allocations are aligned; this is a guard).
+        let aligned = outs.iter().all(|o| o.as_ptr().align_offset(4) == 0);
         let mut start = 0;
         while start < n {
             let len = self.slab.min(n - start);
@@ -615,8 +618,6 @@ impl RowKernel {
                     1,
                 )
             };
-            // Programs write f32 rows in place (allocations are aligned; this is a guard).
-            let aligned = outs.iter().all(|o| o.as_ptr().align_offset(4) == 0);
             if let Some(program) = program.filter(|_| aligned) {
                 let scratch = scratch[k].get_or_insert_with(|| program.scratch());
                 self.run_program(
@@ -673,44 +674,28 @@ impl RowKernel {
         program: &SlabProgram,
         scratch: &mut Scratch,
         args: &[&Literal],
-        whole: &[Option<std::borrow::Cow<'_, [f32]>>],
+        whole: &[Option<Cow<'_, [f32]>>],
         row: usize,
         len: usize,
         at: usize,
         outs: &mut [&mut [u8]],
     ) -> Result<(), IrError> {
-        // Row inputs are read in place when their bytes are aligned for f32, else copied.
-        let mut copies: Vec<Vec<f32>> = Vec::new();
-        // Per input: its elements, or the index of its copy.
-        let mut views: Vec<Result<&[f32], usize>> = Vec::with_capacity(args.len());
+        // Row inputs are read in place (copied only when their bytes are not aligned).
+        let mut views: Vec<Cow<'_, [f32]>> = Vec::with_capacity(args.len());
         for ((input, lit), whole) in self.inputs.iter().zip(args).zip(whole) {
-            match input.mode {
+            views.push(match input.mode {
                 Mode::Row => {
                     let row_bytes = lit.data.len() / self.rows;
                     let bytes = lit
                         .data
                         .get(row * row_bytes..(row + len) * row_bytes)
                         .ok_or_else(|| self.error("an input is shorter than its rows".into()))?;
-                    match bytemuck::try_cast_slice::<u8, f32>(bytes) {
-                        Ok(v) => views.push(Ok(v)),
-                        Err(_) => {
-                            copies.push(
-                                bytes
-                                    .chunks_exact(4)
-                                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                                    .collect(),
-                            );
-                            views.push(Err(copies.len() - 1));
-                        }
-                    }
+                    super::typed::view_bytes::<f32>(bytes)
                 }
-                Mode::Whole => views.push(Ok(whole.as_deref().unwrap_or(&[]))),
-            }
+                Mode::Whole => Cow::Borrowed(whole.as_deref().unwrap_or(&[])),
+            });
         }
-        let views: Vec<&[f32]> = views
-            .into_iter()
-            .map(|v| v.unwrap_or_else(|k| copies[k].as_slice()))
-            .collect();
+        let views: Vec<&[f32]> = views.iter().map(|v| v.as_ref()).collect();
         let mut parts: Vec<&mut [f32]> = Vec::with_capacity(outs.len());
         for (out, t) in outs.iter_mut().zip(&self.outputs) {
             let row_bytes = t.byte_size().unwrap_or(0) / self.rows;

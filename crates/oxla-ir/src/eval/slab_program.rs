@@ -270,7 +270,7 @@ impl Builder<'_> {
     fn pack(&mut self, outputs: &[usize]) -> Vec<usize> {
         let n = self.locs.len();
         // Per root: the last step that reads it (outputs live to the end).
-        let mut last_use: Vec<usize> = (0..n).map(|_| 0).collect();
+        let mut last_use = vec![0usize; n];
         for (i, step) in self.steps.iter().enumerate() {
             for d in step.dsts() {
                 last_use[self.root[d]] = i;

@@ -83,11 +83,12 @@ pub(crate) struct LoopProgram {
     cond: Vec<Inst>,
     cond_result: usize,
     body: Vec<Inst>,
-    body_results: Vec<usize>,
-    /// Per loop-carried value: whether its new value's slot is one the body writes afresh
-    /// every iteration (and no other value's), so the two slots trade places instead of
-    /// copying.
-    swaps: Vec<bool>,
+    /// Per loop-carried value whose new value is another state slot, a value computed
+    /// before the loop or one returned twice: (result slot, state slot), copied.
+    copied: Vec<(usize, usize)>,
+    /// Per loop-carried value whose new value the body writes afresh every iteration (and
+    /// for no other carried value): (result slot, state slot), which trade places.
+    swapped: Vec<(usize, usize)>,
     /// The slots of the loop-carried values.
     state: Vec<usize>,
     /// Values of the enclosing function the regions read (hoisted constants, say), with
@@ -342,14 +343,15 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
     {
         return None;
     }
-    let swaps = body_results
+    let (swapped, copied): (Vec<_>, Vec<_>) = body_results
         .iter()
-        .map(|&r| {
+        .copied()
+        .zip(state.iter().copied())
+        .partition(|&(r, _)| {
             body_insts.iter().any(|inst| inst.dst() == r)
                 && body_results.iter().filter(|&&w| w == r).count() == 1
                 && !state.contains(&r)
-        })
-        .collect();
+        });
     Some(LoopProgram {
         slots: b.slots,
         fixed: b.fixed,
@@ -357,8 +359,8 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         cond: cond_insts,
         cond_result: *cond_result,
         body: body_insts,
-        body_results,
-        swaps,
+        copied,
+        swapped,
         state,
         captures: b.captures,
     })
@@ -493,9 +495,9 @@ impl LoopProgram {
             self.exec(inst, &mut mem);
         }
         let mut carried: Vec<Vec<u64>> = self
-            .state
+            .copied
             .iter()
-            .map(|&s| vec![0u64; mem[s].len()])
+            .map(|&(_, s)| vec![0u64; mem[s].len()])
             .collect();
         loop {
             for inst in &self.cond {
@@ -510,24 +512,13 @@ impl LoopProgram {
             // Results may be other state slots: read them all before writing any. A
             // result the body computes afresh trades places with its state slot (the
             // body writes it again before reading it in the next iteration).
-            let steps = self.body_results.iter().zip(&self.state).zip(&self.swaps);
-            for ((c, &r), _) in carried
-                .iter_mut()
-                .zip(&self.body_results)
-                .zip(&self.swaps)
-                .filter(|(_, &sw)| !sw)
-            {
+            for (c, &(r, _)) in carried.iter_mut().zip(&self.copied) {
                 c.copy_from_slice(&mem[r]);
             }
-            for ((&r, &s), _) in steps.filter(|(_, &sw)| sw) {
+            for &(r, s) in &self.swapped {
                 mem.swap(r, s);
             }
-            for ((c, &s), _) in carried
-                .iter()
-                .zip(&self.state)
-                .zip(&self.swaps)
-                .filter(|(_, &sw)| !sw)
-            {
+            for (c, &(_, s)) in carried.iter().zip(&self.copied) {
                 mem[s].copy_from_slice(c);
             }
         }
