@@ -99,14 +99,15 @@ fn shape_text(shape: &[i64]) -> String {
 }
 
 /// A random elementwise program over `shape`: unary and binary f32 ops, compares, selects,
-/// clamps, boolean ops, converts, broadcasts of a row, a column and a scalar, and a
-/// `reverse` (not fusible) in the middle; several values are returned, some of which later
-/// ops also read.
+/// clamps, boolean ops, converts, broadcasts of a row, a column (one value per row) and a
+/// scalar, and a `reverse` (not fusible) in the middle; several values are returned, some
+/// of which later ops also read.
 fn random_program(rng: &mut Rng, shape: &[i64]) -> String {
     let t = format!("tensor<{}f32>", shape_text(shape));
     let m = format!("tensor<{}i1>", shape_text(shape));
     let rank = shape.len();
     let row = format!("tensor<{}xf32>", shape[rank - 1]);
+    let col = format!("tensor<{}xf32>", shape[0]);
     let mut body = String::new();
     let mut floats: Vec<String> = vec!["%a".into(), "%b".into()];
     let mut masks: Vec<String> = vec!["%p".into()];
@@ -125,6 +126,11 @@ fn random_program(rng: &mut Rng, shape: &[i64]) -> String {
         rank - 1
     );
     floats.push(bcast_row);
+    // A per-row value: one value along each tile that stays inside a row.
+    let bcast_col = fresh(&mut n);
+    body +=
+        &format!("    {bcast_col} = stablehlo.broadcast_in_dim %c, dims = [0] : ({col}) -> {t}\n");
+    floats.push(bcast_col);
     let bcast_scalar = fresh(&mut n);
     body += &format!(
         "    {bcast_scalar} = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> {t}\n"
@@ -229,14 +235,22 @@ fn random_program(rng: &mut Rng, shape: &[i64]) -> String {
         masks[masks.len() - 1].clone(),
     ];
     format!(
-        "func.func @main(%a: {t}, %b: {t}, %p: {m}, %r: {row}, %s: tensor<f32>) -> ({t}, {t}, {m}) {{\n{body}    return {}, {}, {} : {t}, {t}, {m}\n}}\n",
+        "func.func @main(%a: {t}, %b: {t}, %p: {m}, %r: {row}, %c: {col}, %s: tensor<f32>) -> ({t}, {t}, {m}) {{\n{body}    return {}, {}, {} : {t}, {t}, {m}\n}}\n",
         results[0], results[1], results[2]
     )
 }
 
 #[test]
 fn random_elementwise_programs_fuse_without_changing_bits() {
-    let shapes: [&[i64]; 6] = [&[7, 5], &[1, 9], &[3, 1], &[2, 3, 4], &[40, 1037], &[8]];
+    let shapes: [&[i64]; 7] = [
+        &[7, 5],
+        &[1, 9],
+        &[3, 1],
+        &[2, 3, 4],
+        &[40, 1037],
+        &[8],
+        &[3, 2048],
+    ];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut fused_programs = 0;
     for case in 0..240 {
@@ -312,7 +326,8 @@ const LAYER_NORM_SOFTMAX: &str = "func.func @main(%x: tensor<300x517xf32>, %g: t
   %rs = stablehlo.rsqrt %ve : tensor<300x1xf32>
   %rsb = stablehlo.broadcast_in_dim %rs, dims = [0, 1] : (tensor<300x1xf32>) -> tensor<300x517xf32>
   %y = stablehlo.multiply %d, %rsb : tensor<300x517xf32>
-  %gb = stablehlo.broadcast_in_dim %g, dims = [1] : (tensor<517xf32>) -> tensor<300x517xf32>
+  %g1 = stablehlo.broadcast_in_dim %g, dims = [1] : (tensor<517xf32>) -> tensor<1x517xf32>
+  %gb = stablehlo.broadcast_in_dim %g1, dims = [0, 1] : (tensor<1x517xf32>) -> tensor<300x517xf32>
   %yg = stablehlo.multiply %y, %gb : tensor<300x517xf32>
   %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<517xf32>) -> tensor<300x517xf32>
   %ln = stablehlo.add %yg, %bb : tensor<300x517xf32>
@@ -331,7 +346,8 @@ const LAYER_NORM_SOFTMAX: &str = "func.func @main(%x: tensor<300x517xf32>, %g: t
 fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
     let text = LAYER_NORM_SOFTMAX;
     let module = parse_text(text).expect("parses");
-    // Everything but the four scalar constants is one row group.
+    // Everything but the four scalar constants and the row vector made `1x517` is one row
+    // group.
     assert_eq!(row_groups(&module, "main"), vec![26]);
     let mut rng = Rng(11);
     let args: Vec<Literal> = [vec![300, 517], vec![517], vec![517]]

@@ -5,7 +5,10 @@
 //! that feed them. [`FusedKernel::run`] then evaluates a group in one pass over tiles of
 //! [`TILE`] elements: every input is read in place (a broadcast through strides, never
 //! materialised), intermediates live in tile-sized registers, and only the values used
-//! outside the group are written out. Large groups split their tiles over threads.
+//! outside the group are written out, by the instruction computing them when no later one
+//! reads them. A broadcast that gives a whole tile one value (a per-row value along a row)
+//! stays one value: arithmetic takes it as a scalar operand, and instructions reading only
+//! such values compute one element. Large groups split their tiles over threads.
 //!
 //! Each tile op calls the same scalar kernels as the op-by-op path (`Float::map_common`,
 //! `fmax`, `fmin`, ...), so fused results are bit-identical to unfused ones.
@@ -318,6 +321,9 @@ pub(crate) struct FusedKernel {
     input_values: Vec<ValueId>,
     /// Per input: its index in `input_values`.
     input_slot: Vec<usize>,
+    /// Per instruction: the output it may write straight into the caller's memory (an f32
+    /// output whose register no later instruction reads), skipping the register.
+    direct: Vec<Option<usize>>,
 }
 
 impl FusedKernel {
@@ -409,6 +415,7 @@ impl FusedKernel {
             num_ops: ops.len(),
             input_values: Vec::new(),
             input_slot: Vec::new(),
+            direct: Vec::new(),
         };
         for input in &kernel.inputs {
             let slot = match kernel.input_values.iter().position(|&v| v == input.value) {
@@ -421,7 +428,28 @@ impl FusedKernel {
             kernel.input_slot.push(slot);
         }
         kernel.pack_registers();
+        kernel.direct = kernel.direct_outputs();
         Some(kernel)
+    }
+
+    /// Per instruction, the output it writes directly (see [`FusedKernel::direct`]): the
+    /// last writer of an f32 output's register, when no later instruction reads that
+    /// register and no other output shares it.
+    fn direct_outputs(&self) -> Vec<Option<usize>> {
+        let mut direct = vec![None; self.insts.len()];
+        for (k, &(_, r, et)) in self.outputs.iter().enumerate() {
+            let shared = self.outputs.iter().filter(|&&(_, o, _)| o == r).count() > 1;
+            let Some(i) = self.insts.iter().rposition(|&(_, d)| d == r) else {
+                continue;
+            };
+            let read_later = self.insts[i + 1..]
+                .iter()
+                .any(|(inst, _)| inst.sources().contains(&r));
+            if et == ElementType::F32 && !shared && !read_later {
+                direct[i] = Some(k);
+            }
+        }
+        direct
     }
 
     /// Renumbers virtual registers so that a register is reused once its value is dead.
@@ -622,12 +650,15 @@ impl FusedKernel {
         // Register `r` is `regs[r * width..][..width]`.
         // Small tiles' registers live on the stack.
         let mut regs: SmallVec<[f32; 512]> = smallvec::smallvec![0.0; width * self.num_regs];
-        // Per register, the input slice it currently stands for, when the input is read in
-        // place instead of being copied into the register.
-        let mut views: SmallVec<[Option<&[f32]>; 16]> = smallvec::smallvec![None; self.num_regs];
+        // Per register, what it currently holds: its own tile, an input read in place, or
+        // one value for the whole tile (a per-row value broadcast along a row, say, or what
+        // instructions computed from such values alone).
+        let mut views: SmallVec<[View<'_>; 16]> = smallvec::smallvec![View::Tile; self.num_regs];
+        let mut direct_done: SmallVec<[bool; 4]> = smallvec::smallvec![false; self.outputs.len()];
         let mut pos = start;
         while pos < end {
             let len = width.min(end - pos);
+            let off = pos - start;
             for (input, src) in self.inputs.iter().zip(sources) {
                 // A broadcast whose tile is one contiguous run of its source (a row vector
                 // broadcast over rows, say) is read in place too.
@@ -636,44 +667,200 @@ impl FusedKernel {
                     Source::F32(_) => contiguous_run(&self.shape, &input.strides, pos, len),
                     Source::Pred(_) => None,
                 };
-                match (src, run) {
-                    (Source::F32(v), Some(at)) => {
-                        views[input.reg] = Some(&v[at..at + len]);
-                    }
-                    _ => {
-                        views[input.reg] = None;
-                        load(
-                            src,
-                            &self.shape,
-                            &input.strides,
-                            pos,
-                            &mut regs[input.reg * width..][..len],
-                        );
+                views[input.reg] = match (src, run) {
+                    (Source::F32(v), Some(at)) => View::Slice(&v[at..at + len]),
+                    _ => match splat_at(&self.shape, &input.strides, pos, len) {
+                        Some(at) => View::Splat(src.get(at)),
+                        None => {
+                            load(
+                                src,
+                                &self.shape,
+                                &input.strides,
+                                pos,
+                                &mut regs[input.reg * width..][..len],
+                            );
+                            View::Tile
+                        }
+                    },
+                };
+            }
+            direct_done.fill(false);
+            for (i, (inst, dst)) in self.insts.iter().enumerate() {
+                let dst = *dst;
+                let srcs = inst.sources();
+                // Only one-value operands: the result is one value too.
+                if srcs.iter().all(|&r| matches!(views[r], View::Splat(_))) {
+                    let one: SmallVec<[[f32; 1]; 4]> = srcs
+                        .iter()
+                        .map(|&r| [views[r].splat().unwrap_or(0.0)])
+                        .collect();
+                    let read = |r: usize| match srcs.iter().position(|&s| s == r) {
+                        Some(k) => &one[k][..],
+                        None => &[][..],
+                    };
+                    let mut out = [0.0f32];
+                    inst.exec(&read, &mut out);
+                    views[dst] = View::Splat(out[0]);
+                    continue;
+                }
+                // Arithmetic with one one-value operand runs with it as a scalar; any other
+                // instruction reads one-value operands filled out to tiles.
+                let scalar_op = scalar_operand(inst, &views);
+                if scalar_op.is_none() {
+                    for &r in &srcs {
+                        if let View::Splat(v) = views[r] {
+                            let reg = &mut regs[r * width..][..len];
+                            oxla_simd::vectorized(|| fill(reg, v));
+                            views[r] = View::Tile;
+                        }
                     }
                 }
-            }
-            for (inst, dst) in &self.insts {
-                let dst = *dst;
                 // The destination never aliases a source (see `pack_registers`).
                 let (below, rest) = regs.split_at_mut(dst * width);
-                let (out, above) = rest.split_at_mut(width);
+                let (reg_out, above) = rest.split_at_mut(width);
                 let (below, above) = (&*below, &*above);
                 let read = |r: usize| match views[r] {
-                    Some(v) => v,
-                    None if r < dst => &below[r * width..][..len],
-                    None => &above[(r - dst - 1) * width..][..len],
+                    View::Slice(v) => v,
+                    _ if r < dst => &below[r * width..][..len],
+                    _ => &above[(r - dst - 1) * width..][..len],
                 };
-                inst.exec(&read, &mut out[..len]);
-                views[dst] = None;
+                // An output no later instruction reads goes straight to the caller's memory.
+                let direct = self.direct[i].and_then(|k| {
+                    let bytes = outs[k].get_mut(off * 4..(off + len) * 4)?;
+                    Some((k, bytemuck::try_cast_slice_mut::<u8, f32>(bytes).ok()?))
+                });
+                let out = match direct {
+                    Some((k, out)) => {
+                        direct_done[k] = true;
+                        out
+                    }
+                    None => &mut reg_out[..len],
+                };
+                match scalar_op {
+                    Some((kind, a, s, scalar_first)) => {
+                        binary_scalar(kind, read(a), s, scalar_first, out);
+                    }
+                    None => inst.exec(&read, out),
+                }
+                views[dst] = View::Tile;
             }
             for (k, &(_, r, et)) in self.outputs.iter().enumerate() {
-                let off = pos - start;
-                let vals = views[r].unwrap_or(&regs[r * width..][..len]);
+                if direct_done[k] {
+                    continue;
+                }
+                let vals = match views[r] {
+                    View::Slice(v) => v,
+                    View::Splat(v) => {
+                        let reg = &mut regs[r * width..][..len];
+                        oxla_simd::vectorized(|| fill(reg, v));
+                        views[r] = View::Tile;
+                        &regs[r * width..][..len]
+                    }
+                    View::Tile => &regs[r * width..][..len],
+                };
                 store(vals, et, &mut outs[k][off * et.byte_size()..]);
             }
             pos += len;
         }
     }
+}
+
+/// What a register holds for the current tile.
+#[derive(Clone, Copy, Debug)]
+enum View<'a> {
+    /// Its own elements.
+    Tile,
+    /// An input's elements, read in place.
+    Slice(&'a [f32]),
+    /// One value for every element.
+    Splat(f32),
+}
+
+impl View<'_> {
+    fn splat(self) -> Option<f32> {
+        match self {
+            View::Splat(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// For an arithmetic instruction with exactly one one-value operand: its kind, the other
+/// operand's register, the value, and whether the value is the first operand.
+fn scalar_operand(inst: &Inst, views: &[View<'_>]) -> Option<(BinaryKind, usize, f32, bool)> {
+    let Inst::Binary(kind, a, b) = inst else {
+        return None;
+    };
+    let kind = BinaryKind::of(kind)?;
+    match (views[*a].splat(), views[*b].splat()) {
+        (Some(s), None) => Some((kind, *b, s, true)),
+        (None, Some(s)) => Some((kind, *a, s, false)),
+        _ => None,
+    }
+}
+
+/// The binary ops [`binary_scalar`] runs with a scalar operand.
+#[derive(Clone, Copy, Debug)]
+enum BinaryKind {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Maximum,
+    Minimum,
+}
+
+impl BinaryKind {
+    fn of(kind: &OpKind) -> Option<BinaryKind> {
+        Some(match kind {
+            OpKind::Add => BinaryKind::Add,
+            OpKind::Subtract => BinaryKind::Subtract,
+            OpKind::Multiply => BinaryKind::Multiply,
+            OpKind::Divide => BinaryKind::Divide,
+            OpKind::Maximum => BinaryKind::Maximum,
+            OpKind::Minimum => BinaryKind::Minimum,
+            _ => return None,
+        })
+    }
+}
+
+/// `out = kind(s, a)` when `scalar_first`, else `kind(a, s)`: the same scalar arithmetic as
+/// [`Inst::exec`], with one operand held in a register instead of a tile.
+fn binary_scalar(kind: BinaryKind, a: &[f32], s: f32, scalar_first: bool, out: &mut [f32]) {
+    use BinaryKind as B;
+    match (kind, scalar_first) {
+        (B::Add, true) => oxla_simd::map(a, out, |x| s + x),
+        (B::Add, false) => oxla_simd::map(a, out, |x| x + s),
+        (B::Subtract, true) => oxla_simd::map(a, out, |x| s - x),
+        (B::Subtract, false) => oxla_simd::map(a, out, |x| x - s),
+        (B::Multiply, true) => oxla_simd::map(a, out, |x| s * x),
+        (B::Multiply, false) => oxla_simd::map(a, out, |x| x * s),
+        (B::Divide, true) => oxla_simd::map(a, out, |x| s / x),
+        (B::Divide, false) => oxla_simd::map(a, out, |x| x / s),
+        (B::Maximum, true) => oxla_simd::map(a, out, |x| fmax(s, x)),
+        (B::Maximum, false) => oxla_simd::map(a, out, |x| fmax(x, s)),
+        (B::Minimum, true) => oxla_simd::map(a, out, |x| fmin(s, x)),
+        (B::Minimum, false) => oxla_simd::map(a, out, |x| fmin(x, s)),
+    }
+}
+
+/// Where the single source element of output elements `start..start + len` lies, when they
+/// all read one (a per-row value broadcast along a row, or a broadcast scalar).
+fn splat_at(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Option<usize> {
+    if strides.iter().all(|&s| s == 0) {
+        return Some(0);
+    }
+    let (&inner, &step) = (shape.last()?, strides.last()?);
+    if step != 0 || inner == 0 || start % inner + len > inner {
+        return None;
+    }
+    let mut rem = start;
+    let mut at = 0;
+    for (&extent, &stride) in shape.iter().zip(strides).rev() {
+        at += (rem % extent) * stride;
+        rem /= extent;
+    }
+    Some(at)
 }
 
 impl Inst {

@@ -73,6 +73,11 @@ fn row_local(func: &Function, op: &Op) -> Option<(i64, Vec<Mode>)> {
     use OpKind as K;
     let first = tensor_of(func, *op.results.first()?)?;
     let rows = *first.shape.first()?;
+    // A single row is no group; such an op (a row vector made `1xN` for a broadcast, say)
+    // must not close one either.
+    if rows < 2 {
+        return None;
+    }
     for &r in &op.results {
         if !has_rows(tensor_of(func, r)?, rows) {
             return None;
@@ -113,6 +118,8 @@ fn row_local(func: &Function, op: &Op) -> Option<(i64, Vec<Mode>)> {
             match dims.iter().position(|&d| d == 0) {
                 None => vec![Mode::Whole],
                 Some(0) if has_rows(t, rows) => vec![Mode::Row],
+                // A leading unit dimension broadcast over the rows: every row reads it all.
+                Some(0) if t.shape.first() == Some(&1) => vec![Mode::Whole],
                 Some(_) => return None,
             }
         }
