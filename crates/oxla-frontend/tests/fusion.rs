@@ -481,7 +481,10 @@ const FORI_LOOP: &str = "func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>,
   } do {
     %s = func.call @step(%a, %b) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
+    %j0 = stablehlo.add %i, %one : tensor<i32>
+    %two = stablehlo.constant dense<2> : tensor<i32>
+    %j1 = stablehlo.multiply %j0, %two : tensor<i32>
+    %j = stablehlo.subtract %j1, %j0 : tensor<i32>
     %gt = stablehlo.compare GT, %s, %b, TOTALORDER : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xi1>
     %sel = stablehlo.select %gt, %s, %b : tensor<16xi1>, tensor<16xf32>
     %k = stablehlo.constant dense<3> : tensor<i64>
@@ -499,7 +502,8 @@ func.func private @step(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32
   %u = stablehlo.subtract %t, %e : tensor<16xf32>
   %v = stablehlo.maximum %u, %s : tensor<16xf32>
   %w = stablehlo.divide %v, %cb : tensor<16xf32>
-  return %w : tensor<16xf32>
+  %z = stablehlo.add %w, %t : tensor<16xf32>
+  return %z : tensor<16xf32>
 }
 ";
 

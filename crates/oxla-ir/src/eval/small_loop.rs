@@ -71,6 +71,69 @@ impl Inst {
     }
 }
 
+/// An instruction of the shapes loops spend their time on (a counter's add and compare,
+/// f32 arithmetic on the state), with its element type and length resolved when the loop
+/// compiles; any other runs through [`LoopProgram::exec`].
+#[derive(Clone, Copy, Debug)]
+enum Fast {
+    /// f32 `+ - * /` over operands of the result's length `n`: (op, a, b, dst, n).
+    F32(Arith, usize, usize, usize, usize),
+    /// Wrapping `+ - *` on 32-bit integers of the result's length `n`.
+    Int32(Arith, usize, usize, usize, usize),
+    /// A compare of one signed 32-bit integer with another.
+    CmpS32(ComparisonDirection, usize, usize, usize),
+    /// Instruction `k` of the list, run through [`LoopProgram::exec`].
+    Generic(usize),
+}
+
+/// The four arithmetic ops [`Fast`] resolves (division only for floats).
+#[derive(Clone, Copy, Debug)]
+enum Arith {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+}
+
+/// The [`Fast`] form of each of `insts`, over `slots`.
+fn specialize(insts: &[Inst], slots: &[Slot]) -> Vec<Fast> {
+    use ElementType as E;
+    insts
+        .iter()
+        .enumerate()
+        .map(|(k, inst)| {
+            let generic = Fast::Generic(k);
+            match inst {
+                Inst::Binary(kind, a, b, d) => {
+                    let n = slots[*d].len;
+                    if slots[*a].len != n || slots[*b].len != n {
+                        return generic;
+                    }
+                    let op = match kind {
+                        OpKind::Add => Arith::Add,
+                        OpKind::Subtract => Arith::Subtract,
+                        OpKind::Multiply => Arith::Multiply,
+                        OpKind::Divide => Arith::Divide,
+                        _ => return generic,
+                    };
+                    match (slots[*d].et, op) {
+                        (E::F32, _) => Fast::F32(op, *a, *b, *d, n),
+                        (E::S32 | E::U32, Arith::Divide) => generic,
+                        (E::S32 | E::U32, _) => Fast::Int32(op, *a, *b, *d, n),
+                        _ => generic,
+                    }
+                }
+                Inst::Compare(dir, _, E::S32, a, b, d)
+                    if slots[*a].len == 1 && slots[*b].len == 1 && slots[*d].len == 1 =>
+                {
+                    Fast::CmpS32(*dir, *a, *b, *d)
+                }
+                _ => generic,
+            }
+        })
+        .collect()
+}
+
 /// A compiled `while`.
 #[derive(Debug)]
 pub(crate) struct LoopProgram {
@@ -81,8 +144,10 @@ pub(crate) struct LoopProgram {
     /// Instructions computed once, after `fixed`, before the first iteration.
     hoisted: Vec<Inst>,
     cond: Vec<Inst>,
+    cond_fast: Vec<Fast>,
     cond_result: usize,
     body: Vec<Inst>,
+    body_fast: Vec<Fast>,
     /// Per loop-carried value whose new value is another state slot, a value computed
     /// before the loop or one returned twice: (result slot, state slot), copied.
     copied: Vec<(usize, usize)>,
@@ -353,6 +418,8 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
                 && !state.contains(&r)
         });
     Some(LoopProgram {
+        cond_fast: specialize(&cond_insts, &b.slots),
+        body_fast: specialize(&body_insts, &b.slots),
         slots: b.slots,
         fixed: b.fixed,
         hoisted: b.hoisted,
@@ -500,14 +567,14 @@ impl LoopProgram {
             .map(|&(_, s)| vec![0u64; mem[s].len()])
             .collect();
         loop {
-            for inst in &self.cond {
-                self.exec(inst, &mut mem);
+            for fast in &self.cond_fast {
+                self.exec_fast(*fast, &self.cond, &mut mem);
             }
             if bytes(&mem[self.cond_result], 1)[0] == 0 {
                 break;
             }
-            for inst in &self.body {
-                self.exec(inst, &mut mem);
+            for fast in &self.body_fast {
+                self.exec_fast(*fast, &self.body, &mut mem);
             }
             // Results may be other state slots: read them all before writing any. A
             // result the body computes afresh trades places with its state slot (the
@@ -532,6 +599,43 @@ impl LoopProgram {
                 })
                 .collect(),
         )
+    }
+
+    /// Runs one instruction of `insts` in its [`Fast`] form (the same bits as
+    /// [`LoopProgram::exec`]).
+    fn exec_fast(&self, fast: Fast, insts: &[Inst], mem: &mut [Vec<u64>]) {
+        fn go<T: Plain>(
+            f: impl Fn(T, T) -> T,
+            (a, b, d, n): (usize, usize, usize, usize),
+            mem: &mut [Vec<u64>],
+        ) {
+            let mut out = std::mem::take(&mut mem[d]);
+            let (x, y) = (view::<T>(&mem[a], n), view::<T>(&mem[b], n));
+            for ((o, &x), &y) in view_mut::<T>(&mut out, n).iter_mut().zip(x).zip(y) {
+                *o = f(x, y);
+            }
+            mem[d] = out;
+        }
+        match fast {
+            Fast::F32(op, a, b, d, n) => match op {
+                Arith::Add => go(|x: f32, y| x + y, (a, b, d, n), mem),
+                Arith::Subtract => go(|x: f32, y| x - y, (a, b, d, n), mem),
+                Arith::Multiply => go(|x: f32, y| x * y, (a, b, d, n), mem),
+                Arith::Divide => go(|x: f32, y| x / y, (a, b, d, n), mem),
+            },
+            Fast::Int32(op, a, b, d, n) => match op {
+                Arith::Add => go(u32::wrapping_add, (a, b, d, n), mem),
+                Arith::Subtract => go(u32::wrapping_sub, (a, b, d, n), mem),
+                Arith::Multiply => go(u32::wrapping_mul, (a, b, d, n), mem),
+                // Integer division has its own rules (by zero, overflow): never resolved.
+                Arith::Divide => {}
+            },
+            Fast::CmpS32(dir, a, b, d) => {
+                let (x, y) = (view::<i32>(&mem[a], 1)[0], view::<i32>(&mem[b], 1)[0]);
+                bytes_mut(&mut mem[d], 1)[0] = u8::from(ordering_matches(dir, Some(x.cmp(&y))));
+            }
+            Fast::Generic(k) => self.exec(&insts[k], mem),
+        }
     }
 
     /// Runs one instruction. Its destination is never one of its sources (SSA).
