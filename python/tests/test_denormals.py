@@ -37,6 +37,17 @@ OPS = {
     # exp(-100) is a denormal f32, exp(-740) a denormal f64.
     "exp_tail": lambda x: jnp.exp(x * 0.0 - (100.0 if x.dtype == np.float32 else 740.0)),
     "row_sum": lambda x: jnp.sum(x * 2.0, keepdims=True),
+    # `maximum` and `minimum` read denormals as signed zeros (relu of one is +0); over a
+    # large array they run in fused tiles, in a reduction they fold.
+    "relu": lambda x: jnp.maximum(x, 0.0),
+    "min_zero": lambda x: jnp.minimum(x, 0.0),
+    "max_pairs": lambda x: jnp.maximum(x, x[::-1]),
+    "min_pairs": lambda x: jnp.minimum(x, x[::-1]),
+    "relu_tiles": lambda x: jnp.maximum(jnp.tile(x, 4096), 0.0)[:: 4096 - 1],
+    "row_max": lambda x: jnp.max(x[:5], keepdims=True),
+    "row_min": lambda x: jnp.min(x[:5], keepdims=True),
+    # `clamp` keeps them.
+    "clip": lambda x: jnp.clip(x, 0.0, 1.0),
     # No float arithmetic, but XLA reads a denormal operand as its signed zero.
     "floor": jnp.floor,
     "ceil": jnp.ceil,
@@ -63,3 +74,30 @@ def test_denormals_flush_like_cpu(name, dtype):
         want = np.asarray(jax.jit(OPS[name])(jax.device_put(x, cpu)))
         got = check(OPS[name], x)
     np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"{name}: {got} vs {want}")
+
+
+CONVERSIONS = {
+    # Bit moves and roundings on bits on XLA: an f32 denormal survives them.
+    "to_bfloat16": lambda x: x.astype(jnp.bfloat16),
+    "to_complex64": lambda x: x.astype(jnp.complex64),
+    "bfloat16_round_trip": lambda x: x.astype(jnp.bfloat16).astype(jnp.float32),
+    # Widening to f64 flushes, as on XLA.
+    "to_float64": lambda x: x.astype(jnp.float64),
+}
+
+
+def _raw(x):
+    x = np.asarray(x)
+    if x.dtype == np.complex64:
+        x = x.view(np.float32)
+    return x.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+def test_conversions_of_denormals_match_cpu(name):
+    x = _values(np.float32)
+    cpu = jax.devices("cpu")[0]
+    with jax.enable_x64(name == "to_float64"):
+        want = np.asarray(jax.jit(CONVERSIONS[name])(jax.device_put(x, cpu)))
+        got = check(CONVERSIONS[name], x)
+    np.testing.assert_array_equal(_raw(got), _raw(want), err_msg=f"{name}: {got} vs {want}")

@@ -43,6 +43,21 @@ fn widen(arr: &Array) -> Wide {
     }
 }
 
+/// `x` as f64 without float arithmetic on a denormal (which the flushing mode executions
+/// run in would read as zero).
+fn f32_exact(x: f32) -> f64 {
+    if x.is_subnormal() {
+        let magnitude = f64::from(x.to_bits() & 0x007f_ffff) * 2f64.powi(-149);
+        if x.is_sign_negative() {
+            -magnitude
+        } else {
+            magnitude
+        }
+    } else {
+        f64::from(x)
+    }
+}
+
 /// `v` as f64, rounded to odd when inexact, so a second rounding to a narrower float is
 /// correct.
 fn int_to_f64_odd(v: i128) -> f64 {
@@ -90,6 +105,16 @@ fn int_range(et: ElementType) -> (i128, i128) {
 /// Converts elements of any type to the storage of `to` (small floats stay exact in f32 and
 /// must be rounded by [`encode`]; use [`convert_literal`] for single rounding).
 pub(crate) fn convert_array(arr: &Array, to: ElementType) -> Array {
+    // Bit moves on XLA, so denormals survive: f32 to f32 storage (a narrow float widened
+    // to f32, say) and f32 to a complex64's real part. Widening to f64 flushes them, as
+    // XLA's conversion does.
+    match (arr, storage_of(to)) {
+        (Array::F32(v), Storage::F32) => return Array::F32(v.clone()),
+        (Array::F32(v), Storage::C64) => {
+            return Array::C64(v.iter().map(|&x| Complex32::new(x, 0.0)).collect())
+        }
+        _ => {}
+    }
     let wide = widen(arr);
     let ints = |f: &dyn Fn(i128) -> i128| -> Vec<i128> {
         match &wide {
@@ -161,10 +186,12 @@ pub(crate) fn convert_literal(lit: &Literal, to: ElementType) -> Result<Literal,
     if !is_narrow_float(to) {
         return encode(&convert_array(&arr, to), ty);
     }
-    let values: Vec<f64> = match widen(&arr) {
-        Wide::Int(v) => v.into_iter().map(int_to_f64_odd).collect(),
-        Wide::Float(v) => v,
-        Wide::Complex(v) => v.into_iter().map(|z| z.re).collect(),
+    let values: Vec<f64> = match (&arr, widen(&arr)) {
+        // Exactly, denormals included: XLA rounds an f32 to bf16 on its bits.
+        (Array::F32(v), _) => v.iter().map(|&x| f32_exact(x)).collect(),
+        (_, Wide::Int(v)) => v.into_iter().map(int_to_f64_odd).collect(),
+        (_, Wide::Float(v)) => v,
+        (_, Wide::Complex(v)) => v.into_iter().map(|z| z.re).collect(),
     };
     let data = match to {
         // Encoded from f64 directly: converting through f32 would round twice.

@@ -343,6 +343,20 @@ pub(crate) fn fmax<F: Float>(a: F, b: F) -> F {
     }
 }
 
+/// The `maximum` op on floats as XLA's CPU backend computes it: [`fmax`] of operands read
+/// with denormals flushed to their signed zero (`relu` of a denormal is `+0`). `clamp`
+/// keeps denormals on XLA and uses [`fmax`] and [`fmin`] directly.
+#[inline(always)]
+pub(crate) fn max_op<F: Float>(a: F, b: F) -> F {
+    fmax(a.flushed(), b.flushed())
+}
+
+/// The `minimum` op on floats: [`fmin`] of operands read with denormals flushed.
+#[inline(always)]
+pub(crate) fn min_op<F: Float>(a: F, b: F) -> F {
+    fmin(a.flushed(), b.flushed())
+}
+
 /// Float minimum as XLA: NaN propagates (the first operand's when both are NaN), `-0 < +0`.
 #[inline(always)]
 pub(crate) fn fmin<F: Float>(a: F, b: F) -> F {
@@ -786,8 +800,8 @@ fn float_binary<F: Float>(kind: &OpKind, a: &[F], b: &[F]) -> Option<Vec<F>> {
         K::Multiply => zip(a, b, |x, y| x * y),
         K::Divide => zip(a, b, |x, y| x / y),
         K::Remainder => zip(a, b, |x, y| x % y),
-        K::Maximum => zip(a, b, fmax),
-        K::Minimum => zip(a, b, fmin),
+        K::Maximum => zip(a, b, max_op),
+        K::Minimum => zip(a, b, min_op),
         K::Power => zip(a, b, F::powf),
         K::Atan2 => zip(a, b, F::atan2),
         K::ChloNextAfter => zip(a, b, F::next_after),
@@ -941,8 +955,8 @@ pub(crate) fn float_zip<T: Float>(kind: &OpKind, out: &mut [T], a: &[T], b: &[T]
         K::Subtract => zip_into(out, a, b, |x, y| x - y),
         K::Multiply => zip_into(out, a, b, |x, y| x * y),
         K::Divide => zip_into(out, a, b, |x, y| x / y),
-        K::Maximum => zip_into(out, a, b, fmax),
-        K::Minimum => zip_into(out, a, b, fmin),
+        K::Maximum => zip_into(out, a, b, max_op),
+        K::Minimum => zip_into(out, a, b, min_op),
         K::Power => zip_into(out, a, b, T::powf),
         _ => return false,
     }
@@ -1258,9 +1272,23 @@ pub(crate) fn clamp(
     let shape = common_shape(cx, &[lo, x, hi])?;
     let n = num_elements(&shape);
     let bits = et.bit_width() as u32;
-    let raised = binary_arrays(cx, &OpKind::Maximum, decode_n(x, n), decode_n(lo, n), bits)
-        .ok_or_else(|| type_error(cx, et))?;
-    let out = binary_arrays(cx, &OpKind::Minimum, raised, decode_n(hi, n), bits)
-        .ok_or_else(|| type_error(cx, et))?;
+    // Float clamps keep denormals (XLA flushes only `maximum` and `minimum` operands).
+    fn floats<F: Float>(lo: &[F], x: &[F], hi: &[F]) -> Vec<F> {
+        x.iter()
+            .zip(lo)
+            .zip(hi)
+            .map(|((&x, &l), &h)| fmin(fmax(x, l), h))
+            .collect()
+    }
+    let out = match (decode_n(lo, n), decode_n(x, n), decode_n(hi, n)) {
+        (Array::F32(l), Array::F32(v), Array::F32(h)) => Array::F32(floats(&l, &v, &h)),
+        (Array::F64(l), Array::F64(v), Array::F64(h)) => Array::F64(floats(&l, &v, &h)),
+        (l, v, h) => {
+            let raised = binary_arrays(cx, &OpKind::Maximum, v, l, bits)
+                .ok_or_else(|| type_error(cx, et))?;
+            binary_arrays(cx, &OpKind::Minimum, raised, h, bits)
+                .ok_or_else(|| type_error(cx, et))?
+        }
+    };
     finish(cx, out, shape, et)
 }

@@ -14,7 +14,7 @@
 //! `fmax`, `fmin`, ...), so fused results are bit-identical to unfused ones.
 
 use super::context::{extents, strides, OpCx};
-use super::elementwise::{fmax, fmin, ordering_matches, Float};
+use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Float};
 use super::threads;
 use super::typed;
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -837,10 +837,10 @@ fn binary_scalar(kind: BinaryKind, a: &[f32], s: f32, scalar_first: bool, out: &
         (B::Multiply, false) => oxla_simd::map(a, out, |x| x * s),
         (B::Divide, true) => oxla_simd::map(a, out, |x| s / x),
         (B::Divide, false) => oxla_simd::map(a, out, |x| x / s),
-        (B::Maximum, true) => oxla_simd::map(a, out, |x| fmax(s, x)),
-        (B::Maximum, false) => oxla_simd::map(a, out, |x| fmax(x, s)),
-        (B::Minimum, true) => oxla_simd::map(a, out, |x| fmin(s, x)),
-        (B::Minimum, false) => oxla_simd::map(a, out, |x| fmin(x, s)),
+        (B::Maximum, true) => oxla_simd::map(a, out, |x| max_op(s, x)),
+        (B::Maximum, false) => oxla_simd::map(a, out, |x| max_op(x, s)),
+        (B::Minimum, true) => oxla_simd::map(a, out, |x| min_op(s, x)),
+        (B::Minimum, false) => oxla_simd::map(a, out, |x| min_op(x, s)),
     }
 }
 
@@ -909,8 +909,8 @@ impl Inst {
                     K::Subtract => zip(out, a, b, |x, y| x - y),
                     K::Multiply => zip(out, a, b, |x, y| x * y),
                     K::Divide => zip(out, a, b, |x, y| x / y),
-                    K::Maximum => zip(out, a, b, fmax),
-                    K::Minimum => zip(out, a, b, fmin),
+                    K::Maximum => zip(out, a, b, max_op),
+                    K::Minimum => zip(out, a, b, min_op),
                     _ => zip(out, a, b, f32::powf),
                 }
             }

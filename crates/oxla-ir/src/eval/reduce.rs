@@ -8,7 +8,7 @@
 
 use super::context::{extents, OpCx};
 use super::element::{decode, encode, Array};
-use super::elementwise::{self, complex_cmp, fmax, fmin, ComplexOps, Float, Int};
+use super::elementwise::{self, complex_cmp, max_op, min_op, ComplexOps, Float, Int};
 use super::shape::permute;
 use super::threads;
 use super::typed::{self, Plain};
@@ -129,8 +129,8 @@ fn fold_float<F: Float>(kind: &OpKind, x: &[F], init: F, k: usize) -> Option<Vec
     Some(match kind {
         K::Add => fold(x, init, k, |a, b| a + b),
         K::Multiply => fold(x, init, k, |a, b| a * b),
-        K::Maximum => fold(x, init, k, fmax),
-        K::Minimum => fold(x, init, k, fmin),
+        K::Maximum => fold(x, init, k, max_op),
+        K::Minimum => fold(x, init, k, min_op),
         _ => return None,
     })
 }
@@ -347,8 +347,9 @@ fn fold_rows<T: Copy>(
     }
 }
 
-/// `max(a, b)` that picks `b` when it is larger or NaN: the same value as [`fmax`] except
-/// for the sign of a zero and which NaN payload survives, in fewer vector operations.
+/// `max(a, b)` that picks `b` when it is larger or NaN: the same value as [`max_op`] except
+/// for zeros and denormals (which `max_op` reads as signed zeros) and which NaN payload
+/// survives, in fewer vector operations.
 #[inline(always)]
 fn fast_max<F: Float>(a: F, b: F) -> F {
     if (b > a) | b.is_nan() {
@@ -358,7 +359,7 @@ fn fast_max<F: Float>(a: F, b: F) -> F {
     }
 }
 
-/// The [`fast_max`] counterpart of [`fmin`].
+/// The [`fast_max`] counterpart of [`min_op`].
 #[inline(always)]
 fn fast_min<F: Float>(a: F, b: F) -> F {
     if (b < a) | b.is_nan() {
@@ -387,7 +388,8 @@ fn fold_extremum<T: Float + Send + Sync>(
     }
     let zero = T::from_f64(0.0);
     for (k, o) in out.iter_mut().enumerate() {
-        if *o != zero {
+        // Zeros and denormals (which `exact` flushes) are folded again.
+        if o.flushed() != zero {
             continue;
         }
         let (outer, i) = (k / inner, k % inner);
@@ -419,8 +421,8 @@ pub(crate) fn fold_float_block<T: Float + Send + Sync>(
     let (reduced, inner) = shape;
     match kind {
         K::Add => fold_block(x, out, init, shape, |a, b| a + b),
-        K::Maximum => fold_extremum(x, out, init, shape, fast_max, fmax),
-        K::Minimum => fold_extremum(x, out, init, shape, fast_min, fmin),
+        K::Maximum => fold_extremum(x, out, init, shape, fast_max, max_op),
+        K::Minimum => fold_extremum(x, out, init, shape, fast_min, min_op),
         _ => {
             // Products keep the strictly sequential order.
             if inner == 0 {
@@ -646,8 +648,8 @@ mod tests {
                     let shape = (reduced, inner);
                     let mut want = vec![0.0f32; outer * inner];
                     let mut got = want.clone();
-                    fold_block(&x, &mut want, init, shape, fmax);
-                    fold_extremum(&x, &mut got, init, shape, fast_max, fmax);
+                    fold_block(&x, &mut want, init, shape, max_op);
+                    fold_extremum(&x, &mut got, init, shape, fast_max, max_op);
                     // Bits, with every NaN as one canonical NaN.
                     let bits = |v: &[f32]| {
                         v.iter()
@@ -655,8 +657,8 @@ mod tests {
                             .collect::<Vec<_>>()
                     };
                     assert_eq!(bits(&got), bits(&want), "max {outer}x{reduced}x{inner}");
-                    fold_block(&x, &mut want, init, shape, fmin);
-                    fold_extremum(&x, &mut got, init, shape, fast_min, fmin);
+                    fold_block(&x, &mut want, init, shape, min_op);
+                    fold_extremum(&x, &mut got, init, shape, fast_min, min_op);
                     assert_eq!(bits(&got), bits(&want), "min {outer}x{reduced}x{inner}");
                 }
             }
