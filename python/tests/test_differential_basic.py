@@ -212,6 +212,16 @@ def test_convert_rounding_and_saturation():
     check(lambda v: v.astype(np.float16), x)
 
 
+def test_bool_views_keep_their_bytes():
+    # NumPy views of uint8 data as bool hold bytes other than 0 and 1; XLA moves a
+    # boolean's byte to uint8 as it is (how JAX views it back), and converts it to wider
+    # integers as 0 or 1.
+    x = np.frombuffer(bytes([96, 0, 1, 255]), dtype=np.bool_)
+    check(lambda v: v.view(jnp.int8), x)
+    check(lambda v: v.view(jnp.uint8), x)
+    check(lambda v: v.astype(np.int32), x)
+
+
 # --- broadcasting --------------------------------------------------------------
 
 BROADCAST_SHAPES = [((3, 1), (1, 4)), ((), (3, 4)), ((5,), (2, 5)), ((2, 1, 3), (4, 1)),

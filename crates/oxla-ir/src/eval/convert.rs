@@ -182,6 +182,11 @@ fn is_narrow_float(et: ElementType) -> bool {
 /// Converts `lit` to element type `to`, keeping its shape.
 pub(crate) fn convert_literal(lit: &Literal, to: ElementType) -> Result<Literal, IrError> {
     let ty = TensorType::new(lit.ty.shape.clone(), to);
+    if lit.ty.element_type == ElementType::Pred && to == ElementType::U8 {
+        // XLA moves a boolean's byte to `u8` as it is, so a byte other than 0 or 1 (NumPy
+        // data viewed as `bool`, which JAX views back through `u8`) keeps its value.
+        return Literal::from_shared(ty, lit.data.clone());
+    }
     let arr = decode(lit);
     if !is_narrow_float(to) {
         return encode(&convert_array(&arr, to), ty);
@@ -414,6 +419,17 @@ mod tests {
             Array::S8(vec![0, 7, -8, 7, -8, 2, -2, 7])
         );
         assert_eq!(conv(&x, ElementType::Pred), Array::Pred(vec![true; 8]));
+    }
+
+    #[test]
+    fn booleans_move_their_byte_to_u8() {
+        // Bytes 0, 1 and a non-canonical 96 (a NumPy view of uint8 data as bool).
+        let x = Literal::new(TensorType::new([3], ElementType::Pred), vec![0, 1, 96]).unwrap();
+        assert_eq!(conv(&x, ElementType::U8), Array::U8(vec![0, 1, 96]));
+        // Other targets read a boolean as 0 or 1.
+        assert_eq!(conv(&x, ElementType::S8), Array::S8(vec![0, 1, 1]));
+        assert_eq!(conv(&x, ElementType::U32), Array::U32(vec![0, 1, 1]));
+        assert_eq!(conv(&x, ElementType::F32), Array::F32(vec![0.0, 1.0, 1.0]));
     }
 
     #[test]
