@@ -646,10 +646,29 @@ impl FusedKernel {
 
     /// Evaluates elements `start..end`; `outs[k]` holds output `k`'s elements from `start`.
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
+        let need = TILE.min(end - start) * self.num_regs;
+        REGISTERS.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut regs) => {
+                if regs.len() < need {
+                    regs.resize(need, 0.0);
+                }
+                self.run_tiles(sources, start, end, outs, &mut regs[..need]);
+            }
+            Err(_) => self.run_tiles(sources, start, end, outs, &mut vec![0.0; need]),
+        });
+    }
+
+    /// [`FusedKernel::run_range`] with `regs` as the register file.
+    fn run_tiles(
+        &self,
+        sources: &[Source<'_>],
+        start: usize,
+        end: usize,
+        outs: &mut [&mut [u8]],
+        regs: &mut [f32],
+    ) {
         let width = TILE.min(end - start);
         // Register `r` is `regs[r * width..][..width]`.
-        // Small tiles' registers live on the stack.
-        let mut regs: SmallVec<[f32; 512]> = smallvec::smallvec![0.0; width * self.num_regs];
         // Per register, what it currently holds: its own tile, an input read in place, or
         // one value for the whole tile (a per-row value broadcast along a row, say, or what
         // instructions computed from such values alone).
@@ -765,6 +784,12 @@ impl FusedKernel {
     }
 }
 
+thread_local! {
+    /// Each thread's tile registers, reused by every kernel it runs: an instruction writes
+    /// its register before any instruction reads it, so the buffer is never cleared.
+    static REGISTERS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What a register holds for the current tile.
 #[derive(Clone, Copy, Debug)]
 enum View<'a> {
@@ -864,14 +889,14 @@ fn splat_at(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Opt
 }
 
 impl Inst {
-    pub(crate) fn sources(&self) -> Vec<usize> {
+    pub(crate) fn sources(&self) -> SmallVec<[usize; 3]> {
         match *self {
-            Inst::Unary(_, a) | Inst::Not(a) => vec![a],
+            Inst::Unary(_, a) | Inst::Not(a) => smallvec::smallvec![a],
             Inst::Binary(_, a, b)
             | Inst::Compare(_, _, a, b)
             | Inst::And(a, b)
-            | Inst::Or(a, b) => vec![a, b],
-            Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
+            | Inst::Or(a, b) => smallvec::smallvec![a, b],
+            Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => smallvec::smallvec![a, b, c],
         }
     }
 

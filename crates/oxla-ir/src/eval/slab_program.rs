@@ -17,6 +17,7 @@ use super::fused::{classify, find_groups, load, tensor_of, FusedKernel, Inst, Me
 use super::reduce::{fold_float_block, simple_body};
 use super::typed;
 use crate::{ElementType, Function, OpKind};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 /// Where a value's elements live while a slab runs.
@@ -72,7 +73,7 @@ impl Step {
 
     fn sources(&self) -> Vec<usize> {
         match self {
-            Step::Elem(inst, _) => inst.sources(),
+            Step::Elem(inst, _) => inst.sources().to_vec(),
             Step::Broadcast { src, .. } => vec![*src],
             Step::Reduce { src, init, .. } => vec![*src, *init],
             Step::Fused { args, .. } => args.clone(),
@@ -92,6 +93,8 @@ pub(crate) struct SlabProgram {
     /// The element count of each buffer.
     bufs: Vec<usize>,
     steps: Vec<Step>,
+    /// Per step: its destinations and its sources (resolved once: slabs run every step).
+    step_values: Vec<(Vec<usize>, Vec<usize>)>,
     /// The values the function returns.
     outputs: Vec<usize>,
     /// The element count of each argument.
@@ -399,7 +402,9 @@ impl SlabProgram {
             }
         }
         let bufs = b.pack(&outputs);
+        let step_values = b.steps.iter().map(|s| (s.dsts(), s.sources())).collect();
         Some(SlabProgram {
+            step_values,
             locs: b.locs,
             lens: b.lens,
             consts: b.consts,
@@ -451,8 +456,8 @@ impl SlabProgram {
                 ..
             } => fold_float_block(kind, read(*src), out, read(*init)[0], (*reduced, *inner)),
             Step::Fused { kernel, args, .. } => {
-                let inputs: Vec<&[f32]> = args.iter().map(|&a| read(a)).collect();
-                let mut outs: Vec<&mut [u8]> = dsts
+                let inputs: SmallVec<[&[f32]; 8]> = args.iter().map(|&a| read(a)).collect();
+                let mut outs: SmallVec<[&mut [u8]; 4]> = dsts
                     .iter_mut()
                     .map(|o| bytemuck::cast_slice_mut(o))
                     .collect();
@@ -495,24 +500,22 @@ impl SlabProgram {
             return Err("slab arguments do not match the compiled program".to_string());
         }
         let bufs = &mut scratch.0;
-        for step in &self.steps {
-            let dsts = step.dsts();
-            let mut taken: Vec<(usize, Vec<f32>)> = Vec::with_capacity(dsts.len());
-            for &d in &dsts {
+        for (step, (dsts, sources)) in self.steps.iter().zip(&self.step_values) {
+            let mut taken: SmallVec<[(usize, Vec<f32>); 4]> = SmallVec::new();
+            for &d in dsts {
                 if let Some(Some(Loc::Buf(b))) = self.locs.get(d) {
                     taken.push((*b, std::mem::take(&mut bufs[*b])));
                 }
             }
             // Every source is whole and none is a destination's buffer (taken above).
-            let sources_ok = step
-                .sources()
+            let sources_ok = sources
                 .iter()
                 .all(|&s| !self.read(s, args, bufs).is_empty() || self.lens[s] == 0);
             let result = {
-                let mut rows: Vec<Option<&mut [f32]>> =
+                let mut rows: SmallVec<[Option<&mut [f32]>; 4]> =
                     outs.iter_mut().map(|o| Some(&mut **o)).collect();
                 let mut from_bufs = taken.iter_mut();
-                let slices: Option<Vec<&mut [f32]>> = dsts
+                let slices: Option<SmallVec<[&mut [f32]; 4]>> = dsts
                     .iter()
                     .map(|&d| match self.locs.get(d).copied().flatten() {
                         Some(Loc::Out(k)) => rows.get_mut(k)?.take(),
@@ -525,7 +528,7 @@ impl SlabProgram {
                         if sources_ok
                             && slices
                                 .iter()
-                                .zip(&dsts)
+                                .zip(dsts)
                                 .all(|(o, &d)| o.len() == self.lens[d]) =>
                     {
                         self.exec(step, args, bufs, &mut slices)
