@@ -26,9 +26,9 @@ const MIN_BYTES: usize = 64 << 10;
 /// The most bytes one thread's cache keeps.
 const MAX_BYTES: usize = 256 << 20;
 /// The most buffers one thread's cache keeps.
-const MAX_BUFFERS: usize = 32;
+const MAX_BUFFERS: usize = 64;
 /// The most buffers of one length the cache keeps.
-const MAX_PER_LENGTH: usize = 4;
+const MAX_PER_LENGTH: usize = 8;
 /// How many recently asked-for lengths the cache remembers.
 const MAX_WANTED: usize = 64;
 /// The most returned buffers the process-wide cache keeps.
