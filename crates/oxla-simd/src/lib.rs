@@ -10,11 +10,15 @@
 //! This crate holds the only `unsafe` the dispatch needs: calling a function compiled for
 //! CPU features is sound once those features were detected at run time. It also wraps the
 //! `gemm` crate's pointer-based matrix product in a bounds-checked slice API ([`matmul`]),
-//! and sets the thread's denormal flushing ([`FlushDenormals`]).
+//! sets the thread's denormal flushing ([`FlushDenormals`]), and holds the lane-wise row
+//! folds of reductions written with AVX2 intrinsics ([`fold_lanes_f32`]), where the
+//! compiler's own vectorization of the same loop is poor.
 
 mod denormals;
+mod fold;
 mod matmul;
 pub use denormals::FlushDenormals;
+pub use fold::{fold_lanes_f32, LaneFold, FOLD_LANES};
 pub use matmul::{matmul, GemmScalar, Strided};
 
 /// Which instruction-set level this CPU offers, detected once.
@@ -116,8 +120,10 @@ mod x86 {
     }
 }
 
-/// Runs `f` compiled for the widest vectors the CPU has: whatever inlines into it (mark the
-/// loops it calls `#[inline(always)]`) is vectorized for that level.
+/// Runs `f` compiled for the widest vectors the CPU has: whatever inlines into it is
+/// vectorized for that level. Mark the closure itself `#[inline(always)]`
+/// (`vectorized(#[inline(always)] || ...)`) as well as the loops it calls: a closure the
+/// inliner leaves out of line is compiled for the baseline CPU only.
 #[inline]
 pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     match level() {

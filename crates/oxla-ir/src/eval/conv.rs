@@ -437,17 +437,13 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
             }
             let mut done = vec![true; threads];
             let (fill, w) = (&fill, &w);
-            super::threads::scope(|s| {
-                for (part, ok) in parts.into_iter().zip(done.iter_mut()) {
-                    super::threads::spawn(s, move || {
-                        let mut a = vec![T::ZERO; block * kdim];
-                        for (start, c) in part {
-                            let rows = c.len() / per_group;
-                            let a = &mut a[..rows * kdim];
-                            *ok &= fill(start, a).is_some()
-                                && oxla_simd::matmul(rows, kdim, per_group, a, sa, w, sw, c, false);
-                        }
-                    });
+            super::threads::for_each(parts.into_iter().zip(done.iter_mut()), |(part, ok)| {
+                let mut a = vec![T::ZERO; block * kdim];
+                for (start, c) in part {
+                    let rows = c.len() / per_group;
+                    let a = &mut a[..rows * kdim];
+                    *ok &= fill(start, a).is_some()
+                        && oxla_simd::matmul(rows, kdim, per_group, a, sa, w, sw, c, false);
                 }
             });
             return done.iter().all(|&ok| ok).then_some(());

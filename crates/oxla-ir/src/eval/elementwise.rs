@@ -209,10 +209,15 @@ pub(crate) trait Float:
     /// computes with denormals flushed, reads the operand of an op that does no float
     /// arithmetic (rounding, sign), which the flushing mode itself does not reach.
     fn flushed(self) -> Self;
+    /// [`oxla_simd::fold_lanes_f32`] for this type, where it has one.
+    fn fold_lanes(
+        x: &[Self],
+        op: oxla_simd::LaneFold,
+    ) -> Option<([Self; oxla_simd::FOLD_LANES], bool)>;
 }
 
 macro_rules! impl_float {
-    ($t:ident, $bits:ty, $fast:path) => {
+    ($t:ident, $bits:ty, $fast:path, $lanes:path) => {
         impl Float for $t {
             fn from_f64(x: f64) -> Self {
                 x as $t
@@ -255,6 +260,12 @@ macro_rules! impl_float {
                 } else {
                     self
                 }
+            }
+            fn fold_lanes(
+                x: &[Self],
+                op: oxla_simd::LaneFold,
+            ) -> Option<([Self; oxla_simd::FOLD_LANES], bool)> {
+                $lanes(x, op)
             }
             fn map_common(v: &[Self], out: &mut [Self], kind: &OpKind) -> bool {
                 use OpKind as K;
@@ -323,8 +334,18 @@ macro_rules! impl_float {
         }
     };
 }
-impl_float!(f32, u32, super::fastmath::map_f32);
-impl_float!(f64, u64, no_fast_path);
+impl_float!(
+    f32,
+    u32,
+    super::fastmath::map_f32,
+    oxla_simd::fold_lanes_f32
+);
+impl_float!(f64, u64, no_fast_path, no_lane_fold);
+
+/// f64 rows fold through the generic [`fold_row`](super::reduce) loop.
+fn no_lane_fold(_: &[f64], _: oxla_simd::LaneFold) -> Option<([f64; oxla_simd::FOLD_LANES], bool)> {
+    None
+}
 
 /// f64 keeps the library functions.
 fn no_fast_path(_: &[f64], _: &mut [f64], _: &OpKind) -> bool {

@@ -587,15 +587,13 @@ impl FusedKernel {
                 }
             }
             let sources = &sources;
-            threads::scope(|s| {
-                for (t, mut part) in parts.into_iter().enumerate() {
-                    let start = t * per;
-                    if start >= n {
-                        break;
-                    }
-                    let end = (start + per).min(n);
-                    threads::spawn(s, move || self.run_range(sources, start, end, &mut part));
-                }
+            let jobs = parts
+                .into_iter()
+                .enumerate()
+                .map(|(t, part)| (t * per, part))
+                .take_while(|&(start, _)| start < n);
+            threads::for_each(jobs, |(start, mut part)| {
+                self.run_range(sources, start, (start + per).min(n), &mut part)
             });
         }
         self.outputs
@@ -729,7 +727,10 @@ impl FusedKernel {
                     for &r in &srcs {
                         if let View::Splat(v) = views[r] {
                             let reg = &mut regs[r * width..][..len];
-                            oxla_simd::vectorized(|| fill(reg, v));
+                            oxla_simd::vectorized(
+                                #[inline(always)]
+                                || fill(reg, v),
+                            );
                             views[r] = View::Tile;
                         }
                     }
@@ -771,7 +772,10 @@ impl FusedKernel {
                     View::Slice(v) => v,
                     View::Splat(v) => {
                         let reg = &mut regs[r * width..][..len];
-                        oxla_simd::vectorized(|| fill(reg, v));
+                        oxla_simd::vectorized(
+                            #[inline(always)]
+                            || fill(reg, v),
+                        );
                         views[r] = View::Tile;
                         &regs[r * width..][..len]
                     }
@@ -1058,7 +1062,10 @@ pub(crate) fn load(
         if strides[last] == 0 {
             // A per-row value broadcast along the row fills a whole tile: use wide stores.
             let v = src.get(base);
-            oxla_simd::vectorized(|| fill(seg, v));
+            oxla_simd::vectorized(
+                #[inline(always)]
+                || fill(seg, v),
+            );
         } else {
             src.copy(base + idx[last] * strides[last], strides[last], seg);
         }

@@ -252,19 +252,68 @@ fn fold_row<T: Copy>(x: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
     f(init, total)
 }
 
+/// A max/min [`fold_row`]: for f32, lane accumulators that skip NaNs (one vector max/min
+/// each) while noting whether any NaN went by ([`Float::fold_lanes`]), a row holding a NaN
+/// being folded again with `exact`; otherwise, and for the other types, the `fast` fold.
+/// Either way the result is the value the `fast` fold gives, NaN payload aside.
+#[inline(always)]
+fn fold_row_extremum<F: Float>(
+    x: &[F],
+    init: F,
+    op: oxla_simd::LaneFold,
+    fast: impl Fn(F, F) -> F + Copy,
+    exact: impl Fn(F, F) -> F + Copy,
+) -> F {
+    match F::fold_lanes(x, op) {
+        Some((_, true)) => fold_row(x, init, exact),
+        Some((lanes, false)) => combine_lanes(x, init, &lanes, fast),
+        None => fold_row(x, init, fast),
+    }
+}
+
+/// The sum of a row: f32 on [`Float::fold_lanes`]'s 32 accumulators, other types through
+/// [`fold_row`]. Every f32 row sum takes this one order.
+#[inline(always)]
+fn fold_row_sum<F: Float>(x: &[F], init: F) -> F {
+    match F::fold_lanes(x, oxla_simd::LaneFold::Add) {
+        Some((lanes, _)) => combine_lanes(x, init, &lanes, |a, b| a + b),
+        None => fold_row(x, init, |a, b| a + b),
+    }
+}
+
+/// `f(init, lanes folded in order, then the elements of `x` past its last whole chunk)`.
+#[inline(always)]
+fn combine_lanes<F: Float>(
+    x: &[F],
+    init: F,
+    lanes: &[F; oxla_simd::FOLD_LANES],
+    f: impl Fn(F, F) -> F,
+) -> F {
+    let mut total = lanes[0];
+    for &a in &lanes[1..] {
+        total = f(total, a);
+    }
+    for &v in &x[x.len() - x.len() % oxla_simd::FOLD_LANES..] {
+        total = f(total, v);
+    }
+    f(init, total)
+}
+
 /// Inputs of at least this many elements are folded on several threads.
 const PARALLEL_ELEMENTS: usize = 1 << 18;
 
 /// `out[o, i] = fold over r of x[o, r, i]` for an `[outer, reduced, inner]` array, on the
 /// widest vectors the CPU has and, for large inputs, on several threads (split by `o`, or
-/// by `i` when there is one `o`). Each output element's fold order is the same however the
-/// work is split.
+/// by `i` when there is one `o`), folding with `f`, or with `row` each contiguous row when
+/// the reduced elements are adjacent (`inner == 1`). Each output element's fold order is
+/// the same however the work is split.
 fn fold_block<T: Copy + Send + Sync>(
     x: &[T],
     out: &mut [T],
     init: T,
     (reduced, inner): (usize, usize),
     f: impl Fn(T, T) -> T + Copy + Send + Sync,
+    row: impl Fn(&[T], T) -> T + Copy + Send + Sync,
 ) {
     if inner == 0 || out.is_empty() {
         return;
@@ -277,29 +326,28 @@ fn fold_block<T: Copy + Send + Sync>(
     };
     if threads > 1 && outer >= threads {
         let per = outer.div_ceil(threads);
-        threads::scope(|s| {
-            for (xs, os) in x
-                .chunks(per * reduced * inner)
-                .zip(out.chunks_mut(per * inner))
-            {
-                threads::spawn(s, move || {
-                    oxla_simd::vectorized(|| fold_rows(xs, os, init, (reduced, inner), f))
-                });
-            }
+        let parts = x
+            .chunks(per * reduced * inner)
+            .zip(out.chunks_mut(per * inner));
+        threads::for_each(parts, |(xs, os)| {
+            oxla_simd::vectorized(
+                #[inline(always)]
+                || fold_rows(xs, os, init, (reduced, inner), f, row),
+            )
         });
     } else if threads > 1 && outer == 1 && inner >= 2 * threads {
         let per = inner.div_ceil(threads);
-        threads::scope(|s| {
-            for (t, os) in out.chunks_mut(per).enumerate() {
-                threads::spawn(s, move || {
-                    oxla_simd::vectorized(|| {
-                        fold_columns(x, os, init, t * per, (reduced, inner), f)
-                    })
-                });
-            }
+        threads::for_each(out.chunks_mut(per).enumerate(), |(t, os)| {
+            oxla_simd::vectorized(
+                #[inline(always)]
+                || fold_columns(x, os, init, t * per, (reduced, inner), f),
+            )
         });
     } else {
-        oxla_simd::vectorized(|| fold_rows(x, out, init, (reduced, inner), f));
+        oxla_simd::vectorized(
+            #[inline(always)]
+            || fold_rows(x, out, init, (reduced, inner), f, row),
+        );
     }
 }
 
@@ -331,11 +379,12 @@ fn fold_rows<T: Copy>(
     init: T,
     (reduced, inner): (usize, usize),
     f: impl Fn(T, T) -> T + Copy,
+    row: impl Fn(&[T], T) -> T + Copy,
 ) {
     for (o, acc) in out.chunks_exact_mut(inner).enumerate() {
         let block = &x[o * reduced * inner..(o + 1) * reduced * inner];
         if inner == 1 {
-            acc[0] = fold_row(block, init, f);
+            acc[0] = row(block, init);
             continue;
         }
         acc.fill(init);
@@ -379,10 +428,19 @@ fn fold_extremum<T: Float + Send + Sync>(
     out: &mut [T],
     init: T,
     (reduced, inner): (usize, usize),
+    op: oxla_simd::LaneFold,
     fast: impl Fn(T, T) -> T + Copy + Send + Sync,
-    exact: impl Fn(T, T) -> T + Copy,
+    exact: impl Fn(T, T) -> T + Copy + Send + Sync,
 ) {
-    fold_block(x, out, init, (reduced, inner), fast);
+    fold_block(
+        x,
+        out,
+        init,
+        (reduced, inner),
+        fast,
+        #[inline(always)]
+        move |row, init| fold_row_extremum(row, init, op, fast, exact),
+    );
     if inner == 0 {
         return;
     }
@@ -420,9 +478,25 @@ pub(crate) fn fold_float_block<T: Float + Send + Sync>(
     use OpKind as K;
     let (reduced, inner) = shape;
     match kind {
-        K::Add => fold_block(x, out, init, shape, |a, b| a + b),
-        K::Maximum => fold_extremum(x, out, init, shape, fast_max, max_op),
-        K::Minimum => fold_extremum(x, out, init, shape, fast_min, min_op),
+        K::Add => fold_block(x, out, init, shape, |a, b| a + b, fold_row_sum),
+        K::Maximum => fold_extremum(
+            x,
+            out,
+            init,
+            shape,
+            oxla_simd::LaneFold::Max,
+            fast_max,
+            max_op,
+        ),
+        K::Minimum => fold_extremum(
+            x,
+            out,
+            init,
+            shape,
+            oxla_simd::LaneFold::Min,
+            fast_min,
+            min_op,
+        ),
         _ => {
             // Products keep the strictly sequential order.
             if inner == 0 {
@@ -648,8 +722,18 @@ mod tests {
                     let shape = (reduced, inner);
                     let mut want = vec![0.0f32; outer * inner];
                     let mut got = want.clone();
-                    fold_block(&x, &mut want, init, shape, max_op);
-                    fold_extremum(&x, &mut got, init, shape, fast_max, max_op);
+                    fold_block(&x, &mut want, init, shape, max_op, |r, i| {
+                        fold_row(r, i, max_op)
+                    });
+                    fold_extremum(
+                        &x,
+                        &mut got,
+                        init,
+                        shape,
+                        oxla_simd::LaneFold::Max,
+                        fast_max,
+                        max_op,
+                    );
                     // Bits, with every NaN as one canonical NaN.
                     let bits = |v: &[f32]| {
                         v.iter()
@@ -657,8 +741,18 @@ mod tests {
                             .collect::<Vec<_>>()
                     };
                     assert_eq!(bits(&got), bits(&want), "max {outer}x{reduced}x{inner}");
-                    fold_block(&x, &mut want, init, shape, min_op);
-                    fold_extremum(&x, &mut got, init, shape, fast_min, min_op);
+                    fold_block(&x, &mut want, init, shape, min_op, |r, i| {
+                        fold_row(r, i, min_op)
+                    });
+                    fold_extremum(
+                        &x,
+                        &mut got,
+                        init,
+                        shape,
+                        oxla_simd::LaneFold::Min,
+                        fast_min,
+                        min_op,
+                    );
                     assert_eq!(bits(&got), bits(&want), "min {outer}x{reduced}x{inner}");
                 }
             }

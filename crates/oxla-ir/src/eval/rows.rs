@@ -563,12 +563,9 @@ impl RowKernel {
                 .collect()
         } else {
             let mut results: Vec<Result<(), IrError>> = (0..threads).map(|_| Ok(())).collect();
-            threads::scope(|s| {
-                for (t, (mut part, res)) in parts.into_iter().zip(&mut results).enumerate() {
-                    threads::spawn(s, move || {
-                        *res = self.run_rows(module, cache, args, options, t * per, &mut part)
-                    });
-                }
+            let jobs = parts.into_iter().zip(&mut results).enumerate();
+            threads::for_each(jobs, |(t, (mut part, res))| {
+                *res = self.run_rows(module, cache, args, options, t * per, &mut part)
             });
             results
         };

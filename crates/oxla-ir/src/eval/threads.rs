@@ -28,21 +28,34 @@ pub(crate) fn count() -> usize {
     )
 }
 
-/// Runs `f` with a rayon scope of the pool; tasks spawned with [`spawn`] run on its threads.
-pub(crate) fn scope<'s, R: Send>(f: impl FnOnce(&rayon::Scope<'s>) -> R + Send) -> R {
+/// Runs `job` on every item and returns when all are done: the first item on the calling
+/// thread, the others on the pool's threads. The caller works instead of sleeping while the
+/// pool does the rest, so a split in two wakes one pool thread, not two.
+pub(crate) fn for_each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
+    let mut items = items.into_iter();
+    let Some(first) = items.next() else {
+        return;
+    };
     match pool() {
-        Some(pool) => pool.scope(f),
-        None => rayon::scope(f),
+        Some(pool) => pool.in_place_scope(|s| spawn_rest_run_first(s, items, first, &job)),
+        None => rayon::in_place_scope(|s| spawn_rest_run_first(s, items, first, &job)),
     }
 }
 
-/// Spawns `job` on `scope`, with denormals flushed.
-pub(crate) fn spawn<'s>(scope: &rayon::Scope<'s>, job: impl FnOnce() + Send + 's) {
-    scope.spawn(move |_| {
-        // Already set on the pool's threads; needed on the global pool's.
-        let _flush = oxla_simd::FlushDenormals::new();
-        job()
-    });
+fn spawn_rest_run_first<'s, T: Send + 's, J: Fn(T) + Sync>(
+    s: &rayon::Scope<'s>,
+    rest: impl Iterator<Item = T>,
+    first: T,
+    job: &'s J,
+) {
+    for item in rest {
+        s.spawn(move |_| {
+            // Already set on the pool's threads; needed on the global pool's.
+            let _flush = oxla_simd::FlushDenormals::new();
+            job(item)
+        });
+    }
+    job(first);
 }
 
 /// Runs `f` on the pool (which `gemm`'s own threading then uses), for work large enough to

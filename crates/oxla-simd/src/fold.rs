@@ -1,0 +1,188 @@
+//! Lane-wise folds of a contiguous f32 row: the inner loop of a reduction along the last
+//! axis (a row sum, a row maximum), with enough independent accumulators to hide the
+//! latency of each vector add or max.
+//!
+//! Every level computes the same bits: lane `j` folds `x[j], x[32 + j], x[64 + j], ...`
+//! from left to right, whatever the vector width.
+
+/// The number of independent accumulators of [`fold_lanes_f32`].
+pub const FOLD_LANES: usize = 32;
+
+/// How [`fold_lanes_f32`] combines an accumulator `a` with the next element `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneFold {
+    /// `a + b`.
+    Add,
+    /// `if b > a { b } else { a }`: a NaN `b` is skipped (and noted).
+    Max,
+    /// `if b < a { b } else { a }`: a NaN `b` is skipped (and noted).
+    Min,
+}
+
+/// The [`FOLD_LANES`] accumulators of a lane-wise fold of the whole chunks of `x` (elements
+/// past the last whole chunk are not read; the first chunk starts the accumulators), and
+/// whether any element read was NaN (always `false` for [`LaneFold::Add`]). `None` when
+/// `x` holds less than one chunk.
+pub fn fold_lanes_f32(x: &[f32], op: LaneFold) -> Option<([f32; FOLD_LANES], bool)> {
+    if x.len() < FOLD_LANES {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if super::level() != super::Level::Baseline {
+        // SAFETY: `level()` reported AVX2 (and FMA) on this CPU.
+        return Some(unsafe { x86::fold_lanes_avx2(x, op) });
+    }
+    Some(fold_lanes_scalar(x, op))
+}
+
+/// The definition, for every CPU.
+fn fold_lanes_scalar(x: &[f32], op: LaneFold) -> ([f32; FOLD_LANES], bool) {
+    let mut chunks = x.chunks_exact(FOLD_LANES);
+    let mut acc = [0.0f32; FOLD_LANES];
+    acc.copy_from_slice(chunks.next().unwrap_or(&[0.0; FOLD_LANES]));
+    let mut nan = op != LaneFold::Add && acc.iter().any(|v| v.is_nan());
+    for c in chunks {
+        for (a, &b) in acc.iter_mut().zip(c) {
+            *a = match op {
+                LaneFold::Add => *a + b,
+                LaneFold::Max => {
+                    if b > *a {
+                        b
+                    } else {
+                        *a
+                    }
+                }
+                LaneFold::Min => {
+                    if b < *a {
+                        b
+                    } else {
+                        *a
+                    }
+                }
+            };
+        }
+        if op != LaneFold::Add {
+            nan |= c.iter().any(|v| v.is_nan());
+        }
+    }
+    (acc, nan)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{LaneFold, FOLD_LANES};
+    use std::arch::x86_64::*;
+
+    /// [`super::fold_lanes_scalar`] on four AVX2 registers per accumulator set.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn fold_lanes_avx2(x: &[f32], op: LaneFold) -> ([f32; FOLD_LANES], bool) {
+        let mut chunks = x.chunks_exact(FOLD_LANES);
+        let first = chunks.next().expect("the caller checked one whole chunk");
+        let load = |c: &[f32], i: usize| {
+            debug_assert_eq!(c.len(), FOLD_LANES);
+            // SAFETY: `c` is one whole chunk of FOLD_LANES = 32 elements and `i < 4`, so the
+            // eight floats at `8 * i` lie inside it; the load is unaligned.
+            unsafe { _mm256_loadu_ps(c.as_ptr().add(8 * i)) }
+        };
+        let mut acc = [0, 1, 2, 3].map(|i| load(first, i));
+        let mut nan = [0, 1, 2, 3].map(|i| _mm256_cmp_ps::<_CMP_UNORD_Q>(acc[i], acc[i]));
+        match op {
+            LaneFold::Add => {
+                for c in chunks {
+                    for (i, a) in acc.iter_mut().enumerate() {
+                        *a = _mm256_add_ps(*a, load(c, i));
+                    }
+                }
+            }
+            LaneFold::Max | LaneFold::Min => {
+                let max = op == LaneFold::Max;
+                for c in chunks {
+                    for i in 0..4 {
+                        let b = load(c, i);
+                        // `maxps(b, a)` is `b > a ? b : a`, NaN `b` giving `a`.
+                        acc[i] = if max {
+                            _mm256_max_ps(b, acc[i])
+                        } else {
+                            _mm256_min_ps(b, acc[i])
+                        };
+                        nan[i] = _mm256_or_ps(nan[i], _mm256_cmp_ps::<_CMP_UNORD_Q>(b, b));
+                    }
+                }
+            }
+        }
+        let mut out = [0.0f32; FOLD_LANES];
+        for (i, a) in acc.iter().enumerate() {
+            // SAFETY: `out` holds 32 floats and `8 * i + 8 <= 32`; the store is unaligned.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(8 * i), *a) };
+        }
+        let any_nan = op != LaneFold::Add
+            && _mm256_movemask_ps(_mm256_or_ps(
+                _mm256_or_ps(nan[0], nan[1]),
+                _mm256_or_ps(nan[2], nan[3]),
+            )) != 0;
+        (out, any_nan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                match s % 32 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    2 => f32::INFINITY,
+                    3 => f32::NEG_INFINITY,
+                    _ => (s >> 8) as f32 / 4096.0 - 2048.0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_level_gives_the_definitions_bits() {
+        for n in [32, 33, 64, 95, 1000, 4096] {
+            for op in [LaneFold::Add, LaneFold::Max, LaneFold::Min] {
+                let mut x = values(n, n as u32);
+                let (want, nan) = fold_lanes_scalar(&x, op);
+                assert_eq!(
+                    fold_lanes_f32(&x, op).map(|(l, n)| (l.map(f32::to_bits), n)),
+                    Some((want.map(f32::to_bits), nan))
+                );
+                assert!(!nan);
+                // A NaN inside the whole chunks is noted by max and min; one past them is
+                // not read.
+                x[n / 64 * 32 + 5] = f32::NAN;
+                let saw = fold_lanes_f32(&x, op).map(|(_, n)| n);
+                assert_eq!(saw, Some(op != LaneFold::Add));
+                if n % 32 != 0 {
+                    x[n / 64 * 32 + 5] = 1.0;
+                    x[n - 1] = f32::NAN;
+                    assert_eq!(fold_lanes_f32(&x, op).map(|(_, n)| n), Some(false));
+                }
+            }
+        }
+        assert_eq!(fold_lanes_f32(&[1.0; 31], LaneFold::Add), None);
+    }
+
+    #[test]
+    fn lanes_fold_left_to_right() {
+        let x: Vec<f32> = (0..96).map(|i| i as f32).collect();
+        let (sums, _) = fold_lanes_f32(&x, LaneFold::Add).unwrap();
+        let (maxs, _) = fold_lanes_f32(&x, LaneFold::Max).unwrap();
+        let (mins, _) = fold_lanes_f32(&x, LaneFold::Min).unwrap();
+        for j in 0..32 {
+            let j32 = j as f32;
+            assert_eq!(sums[j], 3.0 * j32 + 96.0);
+            assert_eq!(maxs[j], j32 + 64.0);
+            assert_eq!(mins[j], j32);
+        }
+    }
+}
