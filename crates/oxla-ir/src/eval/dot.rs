@@ -283,9 +283,10 @@ fn float_product<T: ArrayFloat>(
     };
     let n = s.batch * s.m * s.n;
     if ty.element_type == T::ET {
-        // Written in place into a (pooled) result buffer.
+        // Written in place into a (pooled) result buffer: the kernels write every element
+        // (a `false` discards the buffer).
         let mut done = false;
-        let lit = typed::build::<T>(ty, n, |out| done = product(out))?;
+        let lit = typed::build_overwritten::<T>(ty, n, |out| done = product(out))?;
         return Ok(done.then_some(lit));
     }
     let mut out = vec![T::ZERO; n];

@@ -941,9 +941,13 @@ fn float_unary_fast<T: Plain + Float>(
     if !T::map_common(&[T::default()], &mut probe, kind) {
         return None;
     }
-    Some(typed::build::<T>(x.ty.clone(), v.len(), |out| {
-        T::map_common(&v, out, kind);
-    }))
+    Some(typed::build_overwritten::<T>(
+        x.ty.clone(),
+        v.len(),
+        |out| {
+            T::map_common(&v, out, kind);
+        },
+    ))
 }
 
 /// `out[i] = f(a[i], b[i])`, where an operand of one element broadcasts.

@@ -959,23 +959,31 @@ impl Inst {
                     (D::Ge, false) => zip(out, a, b, |x, y| mask(x >= y)),
                 }
             }
+            // Three-operand loops as selects without branches, on the widest vectors: a
+            // branch per element mispredicts on masks such as `x > 0` of random data.
             Inst::Select(p, t, f) => {
                 let (p, t, f) = (r(*p), r(*t), r(*f));
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o = if p[i] != 0.0 { t[i] } else { f[i] };
-                }
+                oxla_simd::vectorized(
+                    #[inline(always)]
+                    || {
+                        for (((o, &p), &t), &f) in out.iter_mut().zip(p).zip(t).zip(f) {
+                            *o = if p != 0.0 { t } else { f };
+                        }
+                    },
+                );
             }
             Inst::Clamp(lo, x, hi) => {
                 let (lo, x, hi) = (r(*lo), r(*x), r(*hi));
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o = fmin(fmax(x[i], lo[i]), hi[i]);
-                }
+                oxla_simd::vectorized(
+                    #[inline(always)]
+                    || {
+                        for (((o, &lo), &x), &hi) in out.iter_mut().zip(lo).zip(x).zip(hi) {
+                            *o = fmin(fmax(x, lo), hi);
+                        }
+                    },
+                );
             }
-            Inst::Not(a) => {
-                for (o, &x) in out.iter_mut().zip(r(*a)) {
-                    *o = mask(x == 0.0);
-                }
-            }
+            Inst::Not(a) => oxla_simd::map(r(*a), out, |x| mask(x == 0.0)),
             Inst::And(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 && y != 0.0)),
             Inst::Or(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 || y != 0.0)),
         }

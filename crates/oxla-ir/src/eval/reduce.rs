@@ -545,7 +545,8 @@ fn reduce_float_fast<T: Plain + Float + Send + Sync>(
     let reduced: usize = ext[first..=last].iter().product();
     let inner: usize = ext[last + 1..].iter().product();
     let init = init[0];
-    typed::build::<T>(out_ty.clone(), outer * inner, |out| {
+    // Every output element is one fold's result.
+    typed::build_overwritten::<T>(out_ty.clone(), outer * inner, |out| {
         fold_float_block(kind, &x, out, init, (reduced, inner));
     })
     .map(Some)

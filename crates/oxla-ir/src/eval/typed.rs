@@ -74,14 +74,38 @@ pub(crate) fn to_bytes<T: Plain>(values: &[T]) -> Vec<u8> {
     out
 }
 
-/// A literal of type `ty` (element type `T::ET`, `n` elements) whose elements `fill` writes.
+/// A literal of type `ty` (element type `T::ET`, `n` elements) whose elements `fill` writes,
+/// starting from zeros.
 pub(crate) fn build<T: Plain>(
     ty: TensorType,
     n: usize,
     fill: impl FnOnce(&mut [T]),
 ) -> Result<Literal, IrError> {
-    let size = std::mem::size_of::<T>();
-    let mut data = super::pool::take_zeroed(n * size);
+    build_from(
+        super::pool::take_zeroed(n * std::mem::size_of::<T>()),
+        ty,
+        n,
+        fill,
+    )
+}
+
+/// [`build`] for a `fill` that writes every element: the buffer is not zeroed first (a
+/// reused one holds a dead value's bytes until `fill` overwrites them).
+pub(crate) fn build_overwritten<T: Plain>(
+    ty: TensorType,
+    n: usize,
+    fill: impl FnOnce(&mut [T]),
+) -> Result<Literal, IrError> {
+    let data = super::pool::take_for_overwrite(n * std::mem::size_of::<T>());
+    build_from(data, ty, n, fill)
+}
+
+fn build_from<T: Plain>(
+    mut data: Vec<u8>,
+    ty: TensorType,
+    n: usize,
+    fill: impl FnOnce(&mut [T]),
+) -> Result<Literal, IrError> {
     if cfg!(target_endian = "little") {
         if let Ok(out) = bytemuck::try_cast_slice_mut::<u8, T>(&mut data) {
             fill(out);
