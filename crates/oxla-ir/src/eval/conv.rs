@@ -362,7 +362,15 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
         && p.out_batch_stride == n_pos * per_group
         && p.taps.iter().enumerate().all(|(q, t)| t.0 == q * per_group);
     let mut w = vec![T::ZERO; kdim * per_group];
-    let mut a = vec![T::ZERO; block * kdim];
+    // The window matrix of products on this thread (threaded ones build their own).
+    let mut a = vec![
+        T::ZERO;
+        if direct && threads > 1 {
+            0
+        } else {
+            block * kdim
+        }
+    ];
     let mut c = vec![T::ZERO; if direct { 0 } else { block * per_group }];
     for g in 0..groups {
         for (t, &r) in taps.iter().enumerate() {
@@ -437,14 +445,17 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
             }
             let mut done = vec![true; threads];
             let (fill, w) = (&fill, &w);
+            // Each thread's window matrix comes from its buffer cache: `fill` writes every
+            // element of the rows it is given.
             super::threads::for_each(parts.into_iter().zip(done.iter_mut()), |(part, ok)| {
-                let mut a = vec![T::ZERO; block * kdim];
-                for (start, c) in part {
-                    let rows = c.len() / per_group;
-                    let a = &mut a[..rows * kdim];
-                    *ok &= fill(start, a).is_some()
-                        && oxla_simd::matmul(rows, kdim, per_group, a, sa, w, sw, c, false);
-                }
+                typed::with_scratch(block * kdim, |a: &mut [T]| {
+                    for (start, c) in part {
+                        let rows = c.len() / per_group;
+                        let a = &mut a[..rows * kdim];
+                        *ok &= fill(start, a).is_some()
+                            && oxla_simd::matmul(rows, kdim, per_group, a, sa, w, sw, c, false);
+                    }
+                })
             });
             return done.iter().all(|&ok| ok).then_some(());
         }

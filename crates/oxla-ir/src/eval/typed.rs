@@ -74,6 +74,18 @@ pub(crate) fn to_bytes<T: Plain>(values: &[T]) -> Vec<u8> {
     out
 }
 
+/// Runs `f` on a scratch slice of `n` elements of unspecified content (a buffer of the
+/// thread's cache, given back afterwards), for work areas `f` writes before reading.
+pub(crate) fn with_scratch<T: Plain, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    let mut data = super::pool::take_for_overwrite(n * std::mem::size_of::<T>());
+    let result = match bytemuck::try_cast_slice_mut::<u8, T>(&mut data) {
+        Ok(scratch) => f(scratch),
+        Err(_) => f(&mut vec![T::default(); n]),
+    };
+    super::pool::give(data);
+    result
+}
+
 /// A literal of type `ty` (element type `T::ET`, `n` elements) whose elements `fill` writes,
 /// starting from zeros.
 pub(crate) fn build<T: Plain>(
