@@ -879,17 +879,7 @@ fn splat_at(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Opt
     if strides.iter().all(|&s| s == 0) {
         return Some(0);
     }
-    let (&inner, &step) = (shape.last()?, strides.last()?);
-    if step != 0 || inner == 0 || start % inner + len > inner {
-        return None;
-    }
-    let mut rem = start;
-    let mut at = 0;
-    for (&extent, &stride) in shape.iter().zip(strides).rev() {
-        at += (rem % extent) * stride;
-        rem /= extent;
-    }
-    Some(at)
+    offset_in_row(shape, strides, start, len, 0)
 }
 
 impl Inst {
@@ -1025,8 +1015,21 @@ impl Source<'_> {
 /// stride along output dimension `d` is `strides[d]`, when they lie in one row of the last
 /// dimension and that dimension has stride 1 (so they are contiguous there).
 fn contiguous_run(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Option<usize> {
-    let (&inner, &step) = (shape.last()?, strides.last()?);
-    if step != 1 || inner == 0 || start % inner + len > inner {
+    offset_in_row(shape, strides, start, len, 1)
+}
+
+/// Where output element `start` lies in a source of strides `strides`, when elements
+/// `start..start + len` lie in one row of the last dimension and the source's stride along
+/// that dimension is `step`.
+fn offset_in_row(
+    shape: &[usize],
+    strides: &[usize],
+    start: usize,
+    len: usize,
+    step: usize,
+) -> Option<usize> {
+    let (&inner, &last) = (shape.last()?, strides.last()?);
+    if last != step || inner == 0 || start % inner + len > inner {
         return None;
     }
     let mut rem = start;

@@ -456,6 +456,15 @@ fn view_mut<T: Plain>(words: &mut [u64], len: usize) -> &mut [T] {
     &mut bytemuck::cast_slice_mut(words)[..len]
 }
 
+/// `out[i] = f(a[i], b[i])` for the first `len` elements of three slots viewed as `T`.
+#[inline(always)]
+fn zip_words<T: Plain>(f: impl Fn(T, T) -> T, a: &[u64], b: &[u64], out: &mut [u64], len: usize) {
+    let (a, b) = (view::<T>(a, len), view::<T>(b, len));
+    for ((o, &x), &y) in view_mut::<T>(out, len).iter_mut().zip(a).zip(b) {
+        *o = f(x, y);
+    }
+}
+
 /// The four arithmetic ops on f32/f64 and wrapping add/subtract/multiply on 32- and 64-bit
 /// integers, as plain loops over `len` elements (a loop's values are small: these beat the
 /// general byte-level dispatch of [`zip_bytes`], and compute the same bits). `false` for
@@ -468,29 +477,23 @@ fn arithmetic(
     out: &mut [u64],
     len: usize,
 ) -> bool {
-    fn go<T: Plain>(f: impl Fn(T, T) -> T, a: &[u64], b: &[u64], out: &mut [u64], len: usize) {
-        let (a, b) = (view::<T>(a, len), view::<T>(b, len));
-        for ((o, &x), &y) in view_mut::<T>(out, len).iter_mut().zip(a).zip(b) {
-            *o = f(x, y);
-        }
-    }
     use ElementType as E;
     use OpKind as K;
     match (et, kind) {
-        (E::F32, K::Add) => go(|x: f32, y| x + y, a, b, out, len),
-        (E::F32, K::Subtract) => go(|x: f32, y| x - y, a, b, out, len),
-        (E::F32, K::Multiply) => go(|x: f32, y| x * y, a, b, out, len),
-        (E::F32, K::Divide) => go(|x: f32, y| x / y, a, b, out, len),
-        (E::F64, K::Add) => go(|x: f64, y| x + y, a, b, out, len),
-        (E::F64, K::Subtract) => go(|x: f64, y| x - y, a, b, out, len),
-        (E::F64, K::Multiply) => go(|x: f64, y| x * y, a, b, out, len),
-        (E::F64, K::Divide) => go(|x: f64, y| x / y, a, b, out, len),
-        (E::S32 | E::U32, K::Add) => go(u32::wrapping_add, a, b, out, len),
-        (E::S32 | E::U32, K::Subtract) => go(u32::wrapping_sub, a, b, out, len),
-        (E::S32 | E::U32, K::Multiply) => go(u32::wrapping_mul, a, b, out, len),
-        (E::S64 | E::U64, K::Add) => go(u64::wrapping_add, a, b, out, len),
-        (E::S64 | E::U64, K::Subtract) => go(u64::wrapping_sub, a, b, out, len),
-        (E::S64 | E::U64, K::Multiply) => go(u64::wrapping_mul, a, b, out, len),
+        (E::F32, K::Add) => zip_words(|x: f32, y| x + y, a, b, out, len),
+        (E::F32, K::Subtract) => zip_words(|x: f32, y| x - y, a, b, out, len),
+        (E::F32, K::Multiply) => zip_words(|x: f32, y| x * y, a, b, out, len),
+        (E::F32, K::Divide) => zip_words(|x: f32, y| x / y, a, b, out, len),
+        (E::F64, K::Add) => zip_words(|x: f64, y| x + y, a, b, out, len),
+        (E::F64, K::Subtract) => zip_words(|x: f64, y| x - y, a, b, out, len),
+        (E::F64, K::Multiply) => zip_words(|x: f64, y| x * y, a, b, out, len),
+        (E::F64, K::Divide) => zip_words(|x: f64, y| x / y, a, b, out, len),
+        (E::S32 | E::U32, K::Add) => zip_words(u32::wrapping_add, a, b, out, len),
+        (E::S32 | E::U32, K::Subtract) => zip_words(u32::wrapping_sub, a, b, out, len),
+        (E::S32 | E::U32, K::Multiply) => zip_words(u32::wrapping_mul, a, b, out, len),
+        (E::S64 | E::U64, K::Add) => zip_words(u64::wrapping_add, a, b, out, len),
+        (E::S64 | E::U64, K::Subtract) => zip_words(u64::wrapping_sub, a, b, out, len),
+        (E::S64 | E::U64, K::Multiply) => zip_words(u64::wrapping_mul, a, b, out, len),
         _ => return false,
     }
     true
@@ -610,10 +613,7 @@ impl LoopProgram {
             mem: &mut [Vec<u64>],
         ) {
             let mut out = std::mem::take(&mut mem[d]);
-            let (x, y) = (view::<T>(&mem[a], n), view::<T>(&mem[b], n));
-            for ((o, &x), &y) in view_mut::<T>(&mut out, n).iter_mut().zip(x).zip(y) {
-                *o = f(x, y);
-            }
+            zip_words(f, &mem[a], &mem[b], &mut out, n);
             mem[d] = out;
         }
         match fast {
