@@ -155,26 +155,6 @@ def test_shard_map_over_a_mesh_of_oxla_devices():
     np.testing.assert_array_equal(report["value"], expected)
 
 
-def test_unpartitionable_program_fails_cleanly():
-    # Ops outside any manual computation of a partitioned program need SPMD partitioning,
-    # which oxla does not do: the error says so instead of computing a wrong result.
-    result = run_python_ok(
-        """
-        import jax
-        import jax.numpy as jnp
-
-        y = jax.pmap(lambda v: v * 2)(jnp.arange(4.0))
-        try:
-            print(y + 1)
-        except Exception as err:
-            print("ERROR", err)
-        """,
-        env=ENV,
-    )
-    last = result.stdout.strip().splitlines()[-1]
-    assert last.startswith("ERROR") and "manual_computation" in last, result.stdout
-
-
 def test_shardings_jax_reads_back_from_the_executable():
     # With in_shardings and out_shardings left to the compiler, JAX asks the executable
     # for its parameter and output shardings.

@@ -30,13 +30,19 @@ pub fn run(file: &Path, json: bool, locations: bool) -> Result<()> {
     let module = oxla_frontend::read_program(&bytes)
         .with_context(|| format!("cannot read a program from {}", file.display()))?;
     let summary = summarize(&module);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&summary_json(&summary))?);
+    let text = if json {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&summary_json(&summary))?
+        )
     } else {
-        print!("{}", print_module_with(&module, PrintOptions { locations }));
-        print!("{}", summary_text(&summary));
+        print_module_with(&module, PrintOptions { locations }) + &summary_text(&summary)
+    };
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
     }
-    Ok(())
 }
 
 fn summarize(module: &Module) -> Summary {

@@ -270,6 +270,27 @@ pub(crate) fn uses_collectives(module: &Module) -> bool {
         .any(|f| region_has_collectives(&f.body))
 }
 
+/// True when `entry` holds per-device regions (`sdy.manual_computation`, or the sharding
+/// custom calls of a manual region lowered without Shardy).
+pub(crate) fn has_manual_regions(entry: &Function) -> bool {
+    entry.body.blocks.iter().flat_map(|b| &b.ops).any(|op| {
+        is_manual_computation(&op.kind) || sharding_call_target(op) == Some("SPMDFullToShardShape")
+    })
+}
+
+/// True when some function of `module` holds an `sdy.manual_computation` region, at any
+/// depth.
+pub(crate) fn has_sdy_manual_regions(module: &Module) -> bool {
+    fn in_region(region: &Region) -> bool {
+        region
+            .blocks
+            .iter()
+            .flat_map(|b| &b.ops)
+            .any(|op| is_manual_computation(&op.kind) || op.regions.iter().any(in_region))
+    }
+    module.functions.iter().any(|f| in_region(&f.body))
+}
+
 /// A partitioned program as each device runs it.
 pub(crate) struct Localized {
     /// The module with the entry function's signature in per-device types.
@@ -688,6 +709,85 @@ func.func private @body(%a: tensor<1xf32>) -> tensor<1xf32> {{
         let err = client.compile(outside.as_bytes(), options).unwrap_err();
         assert_eq!(err.code(), crate::ErrorCode::Unimplemented, "{err}");
         assert!(err.message().contains("stablehlo.add"), "{err}");
+    }
+
+    #[test]
+    fn a_program_sharded_by_annotation_runs_whole() {
+        let client = client(4);
+        // What `jax.jit` of a row sum over a (4, 2) array sharded along its rows over a mesh
+        // of devices in reverse order sends: a global program, shardings on its signature.
+        let text = r#"module {
+  sdy.mesh @mesh = <["x"=4], device_ids=[3,2,1,0]>
+  func.func public @main(%x: tensor<4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<2xf32>, tensor<4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x":(1)2}]>}) {
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %0 = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<4x2xf32>, tensor<f32>) -> tensor<2xf32>
+    %1 = stablehlo.multiply %x, %x : tensor<4x2xf32>
+    return %0, %1 : tensor<2xf32>, tensor<4x2xf32>
+  }
+}"#;
+        let exe = compile(&client, text, 1, 4);
+        assert_eq!(exe.executable().input_types()[0].shape, vec![1, 2]);
+        assert_eq!(exe.executable().output_types()[0].shape, vec![2]);
+        assert_eq!(exe.executable().output_types()[1].shape, vec![4, 1]);
+        // Partition p is mesh position 3 - p, so it holds row 3 - p.
+        let rows: Vec<Vec<f32>> = (0..4)
+            .map(|r| vec![r as f32 + 1.0, 10.0 * (r as f32 + 1.0)])
+            .collect();
+        let args: Vec<Vec<f32>> = (0..4).map(|p| rows[3 - p].clone()).collect();
+        let out = run_f32(&client, &exe, &[1, 2], &args).unwrap();
+        for (p, outs) in out.iter().enumerate() {
+            // The unannotated sum is replicated; the square's columns go to the halves of
+            // the mesh axis (positions 0 and 1 hold column 0).
+            assert_eq!(f32s(&outs[0]), vec![10.0, 100.0], "sum on {p}");
+            let column = usize::from(3 - p >= 2);
+            let expect: Vec<f32> = rows.iter().map(|r| r[column] * r[column]).collect();
+            assert_eq!(f32s(&outs[1]), expect, "square on {p}");
+        }
+        // A sharding oxla cannot honour fails the compile, naming it.
+        let uneven = text.replace("4x2xf32", "3x2xf32");
+        let options = CompileOptions {
+            num_partitions: 4,
+            ..CompileOptions::default()
+        };
+        let err = client.compile(uneven.as_bytes(), options).unwrap_err();
+        assert_eq!(err.code(), crate::ErrorCode::Unimplemented, "{err}");
+        assert!(err.message().contains("does not split evenly"), "{err}");
+    }
+
+    #[test]
+    fn manual_regions_among_other_ops_run_on_whole_values_everywhere() {
+        let client = client(4);
+        // jax.jit(lambda x: sin(shard_map(f)(x)) + 1) with f = v * 2 + psum(v): a region
+        // cut from a replicated argument, then ops on the whole result.
+        let text = format!(
+            r#"module {{
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<4x2xf32>) -> tensor<2x2xf32> {{
+    %0 = "sdy.manual_computation"(%arg0) <{{in_shardings = #sdy.sharding_per_value<[<@mesh, [{{"x"}}, {{}}]>]>, manual_axes = #sdy<manual_axes{{"x"}}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{{}}, {{"x":(2)2}}]>]>}}> ({{
+    ^bb0(%a: tensor<1x2xf32>):
+      %1 = "stablehlo.all_reduce"(%a) <{{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}}> {REDUCE_ADD} : (tensor<1x2xf32>) -> tensor<1x2xf32>
+      %2 = stablehlo.add %a, %1 : tensor<1x2xf32>
+      %3 = stablehlo.transpose %2, dims = [1, 0] : (tensor<1x2xf32>) -> tensor<2x1xf32>
+      "sdy.return"(%3) : (tensor<2x1xf32>) -> ()
+    }}) : (tensor<4x2xf32>) -> tensor<2x2xf32>
+    %4 = stablehlo.multiply %0, %0 : tensor<2x2xf32>
+    return %4 : tensor<2x2xf32>
+  }}
+}}"#
+        );
+        let exe = compile(&client, &text, 1, 4);
+        assert_eq!(exe.executable().input_types()[0].shape, vec![4, 2]);
+        let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
+        let out = run_f32(&client, &exe, &[4, 2], &vec![x.clone(); 4]).unwrap();
+        // Device p computes row p plus the column sums (12 and 16), transposed to 2x1; the
+        // sub-axis "x":(2)2 is the minor half of the axis, so devices 0 and 2 hold column 0
+        // of the whole result and devices 1 and 3 column 1. The first holder is read.
+        let column = |p: usize| [x[2 * p] + 12.0, x[2 * p + 1] + 16.0];
+        let (c0, c1) = (column(0), column(1));
+        let whole = [c0[0], c1[0], c0[1], c1[1]].map(|v| v * v).to_vec();
+        for (p, outs) in out.iter().enumerate() {
+            assert_eq!(f32s(&outs[0]), whole, "device {p}");
+        }
     }
 
     #[test]

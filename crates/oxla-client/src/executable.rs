@@ -15,6 +15,7 @@ use crate::event::Event;
 use crate::flags::{FlagOverrides, Flags};
 use crate::trace::Tracer;
 use oxla_ir::eval::{Collectives, ProcessId};
+use oxla_ir::sharding::{EntryTilings, Tiling};
 use oxla_ir::{Attribute, Function, Literal, Module, Op, OpKind, Region, TensorType, Type};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -117,6 +118,8 @@ struct ExecutableInner {
     fingerprint: String,
     /// For a partitioned program: the module with the entry's per-device signature.
     device_module: Option<Module>,
+    /// For a program that runs on whole values (see [`Gathered`]).
+    gathered: Option<Gathered>,
     /// Whether the program holds collective ops (device executions must run concurrently).
     collectives: bool,
     /// Whether a single-device execution may run on the calling thread (see [`runs_inline`]).
@@ -224,13 +227,17 @@ impl Executable {
             .enumerate()
             .map(|(idx, ty)| static_tensor(ty, &format!("result {idx} of @{}", entry.name)))
             .collect::<Result<Vec<_>>>()?;
-        // A partitioned program runs per device on shards: its signature is the shards'.
-        let localized = crate::collectives::localize(&module, entry, options.num_partitions)?;
-        let (input_types, output_types, device_module) = match localized {
-            Some(l) => (l.inputs, l.outputs, Some(l.module)),
-            None => (input_types, output_types, None),
-        };
         let collectives = crate::collectives::uses_collectives(&module);
+        let (gathered, localized) = plan_partitions(&module, entry, &options, collectives)?;
+        let (input_types, output_types, device_module) = match (localized, &gathered) {
+            (Some(l), _) => (l.inputs, l.outputs, Some(l.module)),
+            (None, Some(g)) => (
+                g.tilings.inputs.iter().map(|t| t.local.clone()).collect(),
+                g.tilings.outputs.iter().map(|t| t.local.clone()).collect(),
+                None,
+            ),
+            (None, None) => (input_types, output_types, None),
+        };
         let inline = !collectives && runs_inline(device_module.as_ref().unwrap_or(&module));
         let donated = (0..input_types.len())
             .map(|idx| entry.arg_attrs.get(idx).is_some_and(|a| is_donated(a)))
@@ -284,6 +291,7 @@ impl Executable {
                 donated,
                 fingerprint,
                 device_module,
+                gathered,
                 collectives,
                 inline,
                 eval_options,
@@ -417,6 +425,15 @@ impl Executable {
     /// Number of partitions.
     pub fn num_partitions(&self) -> usize {
         self.inner.options.num_partitions
+    }
+
+    /// For a program partitioned by annotation alone (run whole): the tilings of its
+    /// arguments and results over the partitions.
+    pub fn tilings(&self) -> Option<(&[Tiling], &[Tiling])> {
+        self.inner
+            .gathered
+            .as_ref()
+            .map(|g| (g.tilings.inputs.as_slice(), g.tilings.outputs.as_slice()))
     }
 
     /// Argument types of the entry function.
@@ -597,6 +614,9 @@ impl LoadedExecutable {
         for (device, args) in devices.iter().zip(argument_lists) {
             self.check_arguments(device, args, options)?;
         }
+        if let Some(gathered) = &exe.inner.gathered {
+            return self.execute_gathered(gathered, &devices, argument_lists, options);
+        }
         let mut outputs = Vec::with_capacity(devices.len());
         let mut completions = Vec::with_capacity(devices.len());
         // Replica and partition ids come from each device's place in the device assignment.
@@ -621,25 +641,7 @@ impl LoadedExecutable {
         // Executions that meet in collectives must all run at once: each gets its own thread.
         let concurrent = devices.len() > 1 && exe.inner.collectives;
         for ((device, args), &process) in devices.iter().zip(argument_lists).zip(&processes) {
-            let mut arg_slots = Vec::with_capacity(args.len());
-            for (arg_idx, buffer) in args.iter().enumerate() {
-                let donate = exe.donated_inputs()[arg_idx]
-                    && !options.non_donatable_inputs.contains(&arg_idx);
-                // A donated buffer is consumed by the call, as PJRT's contract says. The
-                // argument is named only when there is an error to report.
-                let slot = if donate {
-                    buffer.take_slot("")
-                } else {
-                    buffer.slot("")
-                }
-                .map_err(|err| match err {
-                    ClientError::FailedPrecondition(msg) => ClientError::FailedPrecondition(
-                        format!("argument {arg_idx} of {}{msg}", exe.name()),
-                    ),
-                    other => other,
-                })?;
-                arg_slots.push(slot);
-            }
+            let arg_slots = self.argument_slots(args, options)?;
             let arg_slots_ready = arg_slots.iter().all(|slot| slot.event().is_ready());
             let out_slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
             let out_buffers = exe
@@ -713,6 +715,169 @@ impl LoadedExecutable {
         })
     }
 
+    /// The slots of one device's arguments; donated buffers give theirs up, as PJRT's
+    /// contract says.
+    fn argument_slots(&self, args: &[Buffer], options: &ExecuteOptions) -> Result<Vec<Arc<Slot>>> {
+        let exe = self.executable();
+        let mut arg_slots = Vec::with_capacity(args.len());
+        for (arg_idx, buffer) in args.iter().enumerate() {
+            let donate =
+                exe.donated_inputs()[arg_idx] && !options.non_donatable_inputs.contains(&arg_idx);
+            // The argument is named only when there is an error to report.
+            let slot = if donate {
+                buffer.take_slot("")
+            } else {
+                buffer.slot("")
+            }
+            .map_err(|err| match err {
+                ClientError::FailedPrecondition(msg) => ClientError::FailedPrecondition(format!(
+                    "argument {arg_idx} of {}{msg}",
+                    exe.name()
+                )),
+                other => other,
+            })?;
+            arg_slots.push(slot);
+        }
+        Ok(arg_slots)
+    }
+
+    /// Runs a program on whole values ([`Gathered`]): the arguments' shards are put together,
+    /// the program runs (once, or on every device at the same time), and each device gets
+    /// its shards of the results.
+    fn execute_gathered(
+        &self,
+        gathered: &Gathered,
+        devices: &[Device],
+        argument_lists: &[Vec<Buffer>],
+        options: &ExecuteOptions,
+    ) -> Result<ExecuteResult> {
+        let exe = self.executable().clone();
+        if devices.len() != exe.num_partitions() || devices[..] != self.inner.devices[..] {
+            return Err(ClientError::InvalidArgument(format!(
+                "executable {} is partitioned over {} devices and runs on all of them together",
+                exe.name(),
+                exe.num_partitions()
+            )));
+        }
+        let slots = Arc::new(
+            argument_lists
+                .iter()
+                .map(|args| self.argument_slots(args, options))
+                .collect::<Result<Vec<_>>>()?,
+        );
+        let mut outputs = Vec::with_capacity(devices.len());
+        let mut out_slots = Vec::with_capacity(devices.len());
+        let mut completions = Vec::with_capacity(devices.len());
+        for device in devices {
+            let slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
+            outputs.push(
+                exe.output_types()
+                    .iter()
+                    .zip(&slots)
+                    .map(|(ty, slot)| {
+                        Buffer::from_slot(ty.clone(), device.default_memory(), device, slot.clone())
+                    })
+                    .collect(),
+            );
+            out_slots.push(slots);
+            completions.push(Event::new());
+        }
+        // Hands `result` (the shards of devices `first..`) to those devices.
+        let deliver = |out_slots: &[Vec<Arc<Slot>>],
+                       done: &[Event],
+                       result: Result<Vec<Vec<Arc<Vec<u8>>>>>| match result {
+            Ok(per_device) => {
+                for ((slots, values), done) in out_slots.iter().zip(per_device).zip(done) {
+                    for (slot, value) in slots.iter().zip(values) {
+                        slot.fill(Ok(value));
+                    }
+                    done.set(Ok(()));
+                }
+            }
+            Err(err) => {
+                for (slots, done) in out_slots.iter().zip(done) {
+                    for slot in slots {
+                        slot.fill(Err(err.clone()));
+                    }
+                    done.set(Err(err.clone()));
+                }
+            }
+        };
+        let context = format!("execution of {}", exe.name());
+        if !gathered.every_device {
+            let (job_exe, tilings, job_done) =
+                (exe.clone(), gathered.tilings.clone(), completions.clone());
+            let job = move || {
+                let result = crate::pool::catch_panic(&context, || {
+                    let partitions: Vec<usize> = (0..slots.len()).collect();
+                    run_gathered(
+                        &job_exe,
+                        &tilings,
+                        &slots,
+                        &oxla_ir::eval::SingleDevice,
+                        &partitions,
+                    )
+                });
+                drop(slots);
+                deliver(&out_slots, &job_done, result);
+            };
+            let trace_name = || format!("execute {} on {} devices", exe.name(), devices.len());
+            devices[0]
+                .runtime()
+                .pool
+                .spawn_traced("execute", trace_name, job);
+        } else {
+            // Every device runs the program; their `shard_map` regions meet in collectives,
+            // so each gets a thread of its own.
+            let processes: Vec<ProcessId> = (0..devices.len() as u32)
+                .map(|partition| ProcessId {
+                    replica: 0,
+                    partition,
+                })
+                .collect();
+            let rendezvous = Rendezvous::new(
+                1,
+                devices.len(),
+                processes.clone(),
+                DEFAULT_COLLECTIVE_TIMEOUT,
+            );
+            for (p, (device, out_slots)) in devices.iter().zip(out_slots).enumerate() {
+                let (job_exe, tilings, slots) =
+                    (exe.clone(), gathered.tilings.clone(), slots.clone());
+                let (done, context) = (completions[p].clone(), context.clone());
+                let process = processes[p];
+                let (collectives, job_rendezvous) =
+                    (rendezvous.device(process), rendezvous.clone());
+                let job = move || {
+                    let result = crate::pool::catch_panic(&context, || {
+                        run_gathered(&job_exe, &tilings, &slots, &collectives, &[p])
+                    });
+                    drop(slots);
+                    match &result {
+                        Ok(_) => job_rendezvous.finish(process),
+                        Err(err) => job_rendezvous.cancel(&format!("device {p} failed: {err}")),
+                    }
+                    deliver(
+                        std::slice::from_ref(&out_slots),
+                        std::slice::from_ref(&done),
+                        result,
+                    );
+                };
+                let trace_name = || format!("execute {} on device {}", exe.name(), device.id());
+                spawn_thread(&format!("oxla-device-{}", device.id()), job, |job| {
+                    device
+                        .runtime()
+                        .pool
+                        .spawn_traced("execute", trace_name, job)
+                });
+            }
+        }
+        Ok(ExecuteResult {
+            outputs,
+            completions,
+        })
+    }
+
     fn check_arguments(
         &self,
         device: &Device,
@@ -771,6 +936,89 @@ impl LoadedExecutable {
         }
         Ok(())
     }
+}
+
+/// A program over several partitions that runs on whole values: the shards of each argument
+/// are put together, the program runs, and each device gets its shards of the results
+/// ([`oxla_ir::sharding`]).
+#[derive(Clone, Debug)]
+struct Gathered {
+    tilings: EntryTilings,
+    /// Whether every device runs the program (it holds `shard_map` regions, whose bodies run
+    /// per device and meet in collectives; the rest is computed alike everywhere). Otherwise
+    /// it runs once for all devices.
+    every_device: bool,
+}
+
+/// How a program over `options.num_partitions` partitions runs: whole (annotated programs,
+/// and programs mixing `shard_map` regions with other ops), per device on shards (programs
+/// whose work is all in per-device regions, as `jax.pmap` lowers), or as written (one
+/// partition, or no shardings anywhere).
+fn plan_partitions(
+    module: &Module,
+    entry: &Function,
+    options: &CompileOptions,
+    collectives: bool,
+) -> Result<(Option<Gathered>, Option<crate::collectives::Localized>)> {
+    let partitions = options.num_partitions;
+    let whole = |every_device: bool| -> Result<Option<Gathered>> {
+        let tilings = oxla_ir::sharding::entry_tilings(module, entry, partitions)
+            .map_err(|e| ClientError::Unimplemented(format!("sharded program: {e}")))?;
+        Ok(Some(Gathered {
+            tilings,
+            every_device,
+        }))
+    };
+    if partitions <= 1 || options.num_replicas != 1 {
+        return Ok((
+            None,
+            crate::collectives::localize(module, entry, partitions)?,
+        ));
+    }
+    let manual = crate::collectives::has_manual_regions(entry);
+    if !manual && !collectives && oxla_ir::sharding::is_annotated(entry) {
+        return Ok((whole(false)?, None));
+    }
+    let regions = crate::collectives::has_sdy_manual_regions(module);
+    match crate::collectives::localize(module, entry, partitions) {
+        // Per device on shards, unless the signature's own shardings say otherwise (a
+        // replicated argument that a region takes in shards is cut on entering it).
+        Ok(Some(localized))
+            if regions && !signature_agrees(module, entry, &localized, partitions) =>
+        {
+            Ok((whole(true)?, None))
+        }
+        Ok(localized) => Ok((None, localized)),
+        Err(ClientError::Unimplemented(_)) if regions => Ok((whole(true)?, None)),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether the per-device types `localized` infers agree with the shardings the entry's
+/// signature names (values without one agree).
+fn signature_agrees(
+    module: &Module,
+    entry: &Function,
+    localized: &crate::collectives::Localized,
+    partitions: usize,
+) -> bool {
+    if !oxla_ir::sharding::is_annotated(entry) {
+        return true;
+    }
+    let Ok(tilings) = oxla_ir::sharding::entry_tilings(module, entry, partitions) else {
+        return false;
+    };
+    let agree = |tilings: &[Tiling], local: &[TensorType], attrs: &[Vec<(String, Attribute)>]| {
+        tilings.iter().zip(local).enumerate().all(|(i, (t, l))| {
+            attrs
+                .get(i)
+                .and_then(|a| oxla_ir::sharding::sharding_text(a))
+                .is_none()
+                || &t.local == l
+        })
+    };
+    agree(&tilings.inputs, &localized.inputs, &entry.arg_attrs)
+        && agree(&tilings.outputs, &localized.outputs, &entry.res_attrs)
 }
 
 /// Programs at most this many ops (counting nested regions) may run on the calling thread.
@@ -887,6 +1135,74 @@ fn run_on_worker(
         }
     }
     Ok(results)
+}
+
+/// The work of [`LoadedExecutable::execute_gathered`]: `slots[p]` are partition `p`'s
+/// argument shards; returns the result shards of each partition in `partitions`.
+fn run_gathered(
+    exe: &Executable,
+    tilings: &EntryTilings,
+    slots: &[Vec<Arc<Slot>>],
+    collectives: &dyn Collectives,
+    partitions: &[usize],
+) -> Result<Vec<Vec<Arc<Vec<u8>>>>> {
+    let mut args = Vec::with_capacity(tilings.inputs.len());
+    for (i, tiling) in tilings.inputs.iter().enumerate() {
+        let whole = if tiling.is_replicated() {
+            slots[partitions[0]][i].wait()?
+        } else {
+            let shards = slots
+                .iter()
+                .map(|device| device[i].wait())
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+            Arc::new(oxla_ir::sharding::assemble(tiling, &refs))
+        };
+        args.push(Literal::from_shared(tiling.global.clone(), whole)?);
+    }
+    let mut results = oxla_ir::eval::run_function_cached(
+        exe.module(),
+        exe.entry_name(),
+        &args,
+        collectives,
+        exe.inner.eval_options,
+        &exe.inner.plans,
+    )?;
+    distinct_outputs(&args, &mut results);
+    if results.len() != tilings.outputs.len() {
+        return Err(ClientError::Internal(format!(
+            "{} returned {} values, its signature has {}",
+            exe.name(),
+            results.len(),
+            tilings.outputs.len()
+        )));
+    }
+    for (idx, (value, tiling)) in results.iter().zip(&tilings.outputs).enumerate() {
+        if value.ty != tiling.global || Some(value.data.len()) != tiling.global.byte_size() {
+            return Err(ClientError::Internal(format!(
+                "result {idx} of {} is {}, its signature says {}",
+                exe.name(),
+                value.ty,
+                tiling.global
+            )));
+        }
+    }
+    // Every partition's results have memory of their own, replicated ones included.
+    Ok(partitions
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| {
+            results
+                .iter()
+                .zip(&tilings.outputs)
+                .map(|(value, tiling)| match tiling.is_replicated() {
+                    true if k == 0 => value.data.clone(),
+                    true => Arc::new(value.data.as_ref().clone()),
+                    false => Arc::new(oxla_ir::sharding::shard_of(tiling, &value.data, p)),
+                })
+                .collect()
+        })
+        .collect())
 }
 
 #[cfg(test)]

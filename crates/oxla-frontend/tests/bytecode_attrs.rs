@@ -147,3 +147,43 @@ fn custom_calls_keep_target_and_other_dialect_attributes() {
     );
     assert!(call.attr("mhlo.backend_config").is_some());
 }
+
+/// `tests/data/sharded_jit.mlirbc`: what `jax.jit(lambda x: x * 2, out_shardings=...)` sends
+/// for a (4, 8) array sharded `P("a", "b")` over a 2x2 mesh, with the result sharded
+/// `P(None, ("b", "a"))`. Shardy's attributes read back as the text jaxlib prints for them.
+#[test]
+fn shardy_meshes_and_shardings_read_as_their_text() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sharded_jit.mlirbc");
+    let module = oxla_frontend::read_program(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(
+        module.declarations,
+        vec![r#"sdy.mesh @mesh = <["a"=2, "b"=2]>"#.to_string()]
+    );
+    let main = module.function("main").unwrap();
+    let sharding = |attrs: &[(String, Attribute)]| {
+        attrs
+            .iter()
+            .find(|(name, _)| name == "sdy.sharding")
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(
+        sharding(&main.arg_attrs[0]),
+        Some(Attribute::Opaque(
+            r#"#sdy.sharding<@mesh, [{"a"}, {"b"}]>"#.into()
+        ))
+    );
+    assert_eq!(
+        sharding(&main.res_attrs[0]),
+        Some(Attribute::Opaque(
+            r#"#sdy.sharding<@mesh, [{}, {"b", "a"}]>"#.into()
+        ))
+    );
+    // The text prints and reads back the same.
+    let text = oxla_ir::print::print_module(&module);
+    let again = oxla_frontend::read_program(text.as_bytes()).unwrap();
+    assert_eq!(again.declarations, module.declarations);
+    assert_eq!(
+        sharding(&again.function("main").unwrap().arg_attrs[0]),
+        sharding(&main.arg_attrs[0])
+    );
+}

@@ -14,6 +14,7 @@ pub mod literal;
 pub mod module;
 pub mod ops;
 pub mod print;
+pub mod sharding;
 pub mod types;
 pub mod verifier;
 

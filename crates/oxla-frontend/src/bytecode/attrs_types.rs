@@ -75,12 +75,13 @@ enum Slot<T> {
 enum DialectKind {
     Builtin,
     Vhlo,
+    Sdy,
     Other,
 }
 
 /// The lazily decoded attribute and type tables of one file.
 pub(crate) struct Tables<'s, 'a> {
-    sections: &'s Sections<'a>,
+    pub(crate) sections: &'s Sections<'a>,
     attrs: Vec<Slot<Attr>>,
     types: Vec<Slot<Ty>>,
     kinds: Vec<DialectKind>,
@@ -101,6 +102,7 @@ impl<'s, 'a> Tables<'s, 'a> {
             .map(|d| match d.name {
                 "builtin" => DialectKind::Builtin,
                 "vhlo" => DialectKind::Vhlo,
+                "sdy" => DialectKind::Sdy,
                 _ => DialectKind::Other,
             })
             .collect();
@@ -255,7 +257,7 @@ impl<'s, 'a> Tables<'s, 'a> {
     }
 
     /// Reads a reference to a string attribute and returns the string.
-    fn read_string_attr(&mut self, cursor: &mut Cursor<'a>) -> Result<String> {
+    pub(crate) fn read_string_attr(&mut self, cursor: &mut Cursor<'a>) -> Result<String> {
         let at = cursor.offset();
         match self.read_value_attr(cursor)? {
             Attribute::String(s) => Ok(s),
@@ -298,6 +300,10 @@ impl<'s, 'a> Tables<'s, 'a> {
         let attr = match self.kinds[entry.dialect] {
             DialectKind::Builtin => self.builtin_attr(&mut cursor)?,
             DialectKind::Vhlo => Attr::Value(self.vhlo_attr(&mut cursor)?),
+            DialectKind::Sdy => match self.sdy_attr(&mut cursor)? {
+                Some(attr) => attr,
+                None => return Ok(Attr::Value(Attribute::Opaque("#sdy<...>".into()))),
+            },
             DialectKind::Other => {
                 // Another dialect's private encoding: keep a placeholder naming the dialect.
                 let name = self.sections.dialects[entry.dialect].name;
@@ -323,7 +329,7 @@ impl<'s, 'a> Tables<'s, 'a> {
         let ty = match self.kinds[entry.dialect] {
             DialectKind::Builtin => self.builtin_type(&mut cursor)?,
             DialectKind::Vhlo => self.vhlo_type(&mut cursor)?,
-            DialectKind::Other => {
+            DialectKind::Sdy | DialectKind::Other => {
                 let name = self.sections.dialects[entry.dialect].name;
                 return Ok(Ty::Value(Type::Opaque(format!("!{name}<...>"))));
             }

@@ -3,11 +3,13 @@
 //!
 //! [`reader`] is the bounds-checked cursor, [`sections`] the file structure,
 //! [`attrs_types`] the attribute and type encodings, [`ir`] the op/region/block encoding, and
-//! [`vhlo`] the mapping of VHLO ops and attributes onto StableHLO names.
+//! [`vhlo`] the mapping of VHLO ops and attributes onto StableHLO names; [`sdy`] reads
+//! Shardy's sharding attributes into their text.
 
 mod attrs_types;
 mod ir;
 mod reader;
+mod sdy;
 mod sections;
 mod vhlo;
 

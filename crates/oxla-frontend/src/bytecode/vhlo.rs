@@ -552,8 +552,25 @@ pub(crate) fn build_module<'s, 'a>(
         let name = builder.op_name(&op).to_string();
         if name == "vhlo.func_v1" || name == "func.func" {
             module.functions.push(builder.function(op)?);
+        } else if name == "sdy.mesh" {
+            // A device mesh that sharding attributes name: kept as the text declaration the
+            // text reader keeps (`sdy.mesh @name = <["x"=4]>`).
+            let mut op = op;
+            let attributes = builder.op_attributes(&mut op)?;
+            let symbol = attributes.iter().find_map(|(_, a)| match a {
+                Attribute::String(s) => Some(s.clone()),
+                _ => None,
+            });
+            let mesh = attributes
+                .iter()
+                .find_map(|(_, a)| super::sdy::mesh_body(a));
+            if let (Some(symbol), Some(mesh)) = (symbol, mesh) {
+                module
+                    .declarations
+                    .push(format!("sdy.mesh @{symbol} = {mesh}"));
+            }
         }
-        // Other module-level ops (mesh declarations and the like) carry nothing oxla runs.
+        // Other module-level ops carry nothing oxla runs.
     }
     Ok(module)
 }
@@ -612,6 +629,23 @@ impl<'s, 't, 'a> Builder<'s, 't, 'a> {
                 if let Some(value) = self.read_optional_attr(&mut cursor)? {
                     attributes.push((attr_name.to_string(), value));
                 }
+            }
+        } else if name == "sdy.mesh" || name == "sdy.manual_computation" {
+            // All required: a mesh's `mesh` and `sym_name`; a manual computation's
+            // `in_shardings`, `manual_axes` and `out_shardings` (the shardings in that order).
+            // Each is named by what it decodes to.
+            let mut shardings = ["in_shardings", "out_shardings"].into_iter();
+            while !cursor.is_empty() {
+                let value = self.tables.read_attr(&mut cursor)?.into_value();
+                let attr_name = match &value {
+                    Attribute::String(_) => "sym_name",
+                    Attribute::Opaque(t) if t.starts_with("#sdy.sharding_per_value") => {
+                        shardings.next().unwrap_or("shardings")
+                    }
+                    Attribute::Opaque(t) if t.starts_with("#sdy<manual_axes") => "manual_axes",
+                    _ => "mesh",
+                };
+                attributes.push((attr_name.to_string(), value));
             }
         } else if matches!(name.split('.').next(), Some("stablehlo" | "func" | "chlo")) {
             return Err(crate::FrontendError::Unsupported {

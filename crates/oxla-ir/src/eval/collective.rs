@@ -662,8 +662,12 @@ impl<'m> Interp<'m> {
         Ok(acc.remove(0))
     }
 
-    /// `sdy.manual_computation` on one device: the body runs on the operands (this device's
-    /// shards) and returns this device's shards of the results.
+    /// `sdy.manual_computation` on one device. In a program run per device on shards, the
+    /// operands are this device's shards already: the body runs on them and returns this
+    /// device's shards of the results. In a program run on whole values by every device
+    /// (the region sits among ops that are not per device), the operands are whole: this
+    /// device's shards are cut out as the op's `in_shardings` say, and the results are put
+    /// together from every device's shards as its `out_shardings` say.
     fn exec_manual_computation(
         &mut self,
         frame: &mut Frame<'m>,
@@ -675,23 +679,89 @@ impl<'m> Interp<'m> {
             .first()
             .ok_or_else(|| cx.invalid("the body has no block"))?;
         let mut args = Vec::with_capacity(cx.op.operands.len());
+        let mut whole = false;
         for (k, &id) in cx.op.operands.iter().enumerate() {
             let value = operand(frame, cx, id)?.clone();
             if let (Value::Tensor(lit), Some(arg)) = (&value, block.arguments.get(k)) {
                 if let Some(crate::Type::Tensor(want)) = frame.func.values.get(arg.index()) {
-                    if want.is_static() && want != &lit.ty {
-                        return Err(cx.unsupported(format!(
-                            "operand {k} is {}, the body takes {want}: oxla runs manual \
-                             computations per device on shards, and does not partition \
-                             programs itself",
-                            lit.ty
-                        )));
-                    }
+                    whole |= want.is_static() && want != &lit.ty;
                 }
             }
             args.push(value);
         }
-        self.exec_region(frame, body, args)
+        if !whole {
+            return self.exec_region(frame, body, args);
+        }
+        let partitions = self.collectives.num_partitions();
+        let me = self.collectives.process();
+        let shardings = |name: &str| {
+            cx.op
+                .attr(name)
+                .and_then(crate::sharding::per_value)
+                .ok_or_else(|| cx.unsupported(format!("a manual computation without `{name}`")))
+        };
+        let (ins, outs) = (shardings("in_shardings")?, shardings("out_shardings")?);
+        if ins.len() != args.len() || outs.len() != cx.op.results.len() {
+            return Err(cx.invalid("in_shardings or out_shardings do not match the values"));
+        }
+        let unsupported = |k: &str, e: String| cx.unsupported(format!("{k}: {e}"));
+        for (k, (value, text)) in args.iter_mut().zip(&ins).enumerate() {
+            let Value::Tensor(lit) = value else {
+                return Err(cx.invalid(format!("operand {k} is not a tensor")));
+            };
+            let tiling = crate::sharding::tiling_of(self.module, text, &lit.ty, partitions)
+                .map_err(|e| unsupported(&format!("operand {k}"), e))?;
+            let want = block
+                .arguments
+                .get(k)
+                .and_then(|a| frame.func.values.get(a.index()));
+            if want != Some(&crate::Type::Tensor(tiling.local.clone())) {
+                return Err(cx.unsupported(format!(
+                    "operand {k}'s shards are {}, the body takes another type",
+                    tiling.local
+                )));
+            }
+            let shard = crate::sharding::shard_of(&tiling, &lit.data, me.partition as usize);
+            *value = Value::Tensor(Literal::new(tiling.local, shard)?);
+        }
+        let shards = self
+            .exec_region(frame, body, args)?
+            .into_iter()
+            .map(|v| match v {
+                Value::Tensor(lit) => Ok(lit),
+                _ => Err(cx.invalid("a manual computation result is not a tensor")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let sequence = self.collective_sequence;
+        self.collective_sequence += 1;
+        let group: Vec<ProcessId> = (0..partitions as u32)
+            .map(|partition| ProcessId {
+                replica: me.replica,
+                partition,
+            })
+            .collect();
+        let request = Exchange {
+            op: MANUAL_COMPUTATION,
+            sequence,
+            group: &group,
+        };
+        let all = self.checked_exchange(cx, &request, shards)?;
+        let mut out = Vec::with_capacity(outs.len());
+        for (j, text) in outs.iter().enumerate() {
+            let ty = cx.result_tensor(j)?;
+            let tiling = crate::sharding::tiling_of(self.module, text, ty, partitions)
+                .map_err(|e| unsupported(&format!("result {j}"), e))?;
+            if all.iter().any(|c| c[j].ty != tiling.local) {
+                return Err(cx.invalid(format!(
+                    "result {j}'s shards are not {} on every device",
+                    tiling.local
+                )));
+            }
+            let parts: Vec<&[u8]> = all.iter().map(|c| c[j].data.as_slice()).collect();
+            let data = crate::sharding::assemble(&tiling, &parts);
+            out.push(Value::Tensor(Literal::new(ty.clone(), data)?));
+        }
+        Ok(out)
     }
 }
 

@@ -411,6 +411,30 @@ fn sharding_proto(
     })
 }
 
+/// The sharding of a value that a program run whole hands out as `tiling` says: shards in
+/// row-major order over the tiled dimensions, with a last dimension of replicas when several
+/// partitions hold each shard.
+fn tiling_proto(tiling: &oxla_ir::sharding::Tiling) -> Option<xla::OpSharding> {
+    if tiling.is_replicated() {
+        return Some(xla::OpSharding {
+            r#type: xla::op_sharding::Type::Replicated as i32,
+            ..Default::default()
+        });
+    }
+    let (devices, per_tile) = tiling.tile_assignment()?;
+    let mut dimensions = tiling.tiles_per_dim();
+    if per_tile > 1 {
+        dimensions.push(per_tile as i64);
+    }
+    Some(xla::OpSharding {
+        r#type: xla::op_sharding::Type::Other as i32,
+        tile_assignment_dimensions: dimensions,
+        tile_assignment_devices: devices,
+        replicate_on_last_tile_dim: per_tile > 1,
+        ..Default::default()
+    })
+}
+
 /// The executable's signature as an HLO module (`hlo_with_config`): one parameter per input
 /// and a body of opaque custom calls producing the outputs.
 ///
@@ -446,7 +470,12 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
             .map(|(g, l)| sharding_proto(g, l, partitions))
             .collect::<Option<Vec<_>>>()
     };
-    let (param_shardings, result_shardings) = if partitions > 1 {
+    let (param_shardings, result_shardings) = if let Some((inputs, outputs)) = exe.tilings() {
+        let protos = |tilings: &[oxla_ir::sharding::Tiling]| {
+            tilings.iter().map(tiling_proto).collect::<Option<Vec<_>>>()
+        };
+        (protos(inputs)?, protos(outputs)?)
+    } else if partitions > 1 {
         (
             shardings(&global_in, exe.input_types())?,
             shardings(&global_out, exe.output_types())?,

@@ -1,0 +1,803 @@
+//! Shardy shardings: where each partition's shard of a value lies.
+//!
+//! `jax.jit` over arrays sharded across several devices lowers to one global program whose
+//! arguments (and sometimes results) carry shardings (`#sdy.sharding<@mesh, [{"x"}, {}]>`
+//! over `sdy.mesh @mesh = <["x"=4]>`); `shard_map` regions (`sdy.manual_computation`) name
+//! the shardings of their operands and results the same way. oxla's devices share one host,
+//! so such programs run on whole values: a [`Tiling`] says where each partition's shard lies,
+//! [`assemble`] builds the whole value from the shards and [`shard_of`] cuts one out.
+//!
+//! Reads the shardings' text (the bytecode reader decodes Shardy's encoding into it).
+//! Errors are descriptions of a sharding oxla cannot honour (unreduced axes, shards of
+//! unequal size, a mesh of the wrong size).
+
+use crate::{Attribute, Function, Module, TensorType, Type};
+
+/// Where the shards of one value lie: its whole type, each partition's shard type, and
+/// the index of each partition's shard's first element in the whole value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tiling {
+    /// The whole value's type.
+    pub global: TensorType,
+    /// The type of one partition's shard (every shard has it).
+    pub local: TensorType,
+    /// `origins[p]`: the start of partition `p`'s shard in the whole value.
+    pub origins: Vec<Vec<i64>>,
+}
+
+impl Tiling {
+    /// Every partition holds the whole value.
+    pub fn replicated(ty: &TensorType, partitions: usize) -> Tiling {
+        Tiling {
+            global: ty.clone(),
+            local: ty.clone(),
+            origins: vec![vec![0; ty.rank()]; partitions],
+        }
+    }
+
+    /// True when every partition holds the whole value.
+    pub fn is_replicated(&self) -> bool {
+        self.global == self.local
+    }
+
+    /// The number of shards along each dimension.
+    pub fn tiles_per_dim(&self) -> Vec<i64> {
+        self.global
+            .shape
+            .iter()
+            .zip(&self.local.shape)
+            .map(|(&g, &l)| if l == 0 { 1 } else { g / l })
+            .collect()
+    }
+
+    /// The partitions in the order of the shards they hold (row-major over
+    /// [`Tiling::tiles_per_dim`]), each shard's holders in partition order, and how many
+    /// partitions hold each shard; `None` when shards have different numbers of holders.
+    pub fn tile_assignment(&self) -> Option<(Vec<i64>, usize)> {
+        let tiles = self.tiles_per_dim();
+        let count: i64 = tiles.iter().product();
+        let mut holders: Vec<Vec<i64>> = vec![Vec::new(); usize::try_from(count).ok()?];
+        for (p, origin) in self.origins.iter().enumerate() {
+            let mut index = 0i64;
+            for ((&o, &l), &t) in origin.iter().zip(&self.local.shape).zip(&tiles) {
+                let coordinate = if l == 0 { 0 } else { o / l };
+                index = index * t + coordinate;
+            }
+            holders[usize::try_from(index).ok()?].push(p as i64);
+        }
+        let per_tile = holders.first().map_or(0, Vec::len);
+        if per_tile == 0 || holders.iter().any(|h| h.len() != per_tile) {
+            return None;
+        }
+        Some((holders.concat(), per_tile))
+    }
+}
+
+/// The tilings of an entry function's arguments and results.
+#[derive(Clone, Debug)]
+pub struct EntryTilings {
+    /// One per argument.
+    pub inputs: Vec<Tiling>,
+    /// One per result.
+    pub outputs: Vec<Tiling>,
+}
+
+/// A device mesh: its axes (name and size, major first) and the partition at each position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Mesh {
+    axes: Vec<(String, i64)>,
+    device_ids: Vec<i64>,
+}
+
+/// One mesh axis, or a part of one (`"x":(pre)size`: the axis reshaped into
+/// `[pre, size, rest]`, the middle dimension).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct AxisRef {
+    name: String,
+    sub: Option<(i64, i64)>,
+}
+
+/// A parsed `#sdy.sharding`: the mesh it is over, the axes sharding each dimension (major
+/// first), and whether it has unreduced axes (partial sums).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Sharding {
+    mesh: MeshRef,
+    dims: Vec<Vec<AxisRef>>,
+    unreduced: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum MeshRef {
+    Named(String),
+    Inline(Mesh),
+}
+
+/// The sharding attribute among `attrs`, as text.
+pub fn sharding_text(attrs: &[(String, Attribute)]) -> Option<&str> {
+    attrs
+        .iter()
+        .find_map(|(name, value)| match (name.as_str(), value) {
+            ("sdy.sharding", Attribute::Opaque(text)) => Some(text.as_str()),
+            _ => None,
+        })
+}
+
+/// True when the entry function of a program over several partitions names shardings.
+pub fn is_annotated(entry: &Function) -> bool {
+    entry
+        .arg_attrs
+        .iter()
+        .chain(&entry.res_attrs)
+        .any(|attrs| sharding_text(attrs).is_some())
+}
+
+/// The meshes `module` declares, by name.
+fn meshes(module: &Module) -> Vec<(String, Mesh)> {
+    module
+        .declarations
+        .iter()
+        .filter_map(|d| parse_mesh_declaration(d))
+        .collect()
+}
+
+/// The tiling of a `ty` value sharded as `text` says (`#sdy.sharding<...>`, or the same
+/// without its `#sdy.sharding` prefix as inside a per-value list) over `partitions`.
+pub fn tiling_of(
+    module: &Module,
+    text: &str,
+    ty: &TensorType,
+    partitions: usize,
+) -> Result<Tiling, String> {
+    tiling_in(&meshes(module), text, ty, partitions)
+}
+
+fn tiling_in(
+    meshes: &[(String, Mesh)],
+    text: &str,
+    ty: &TensorType,
+    partitions: usize,
+) -> Result<Tiling, String> {
+    let full;
+    let text = if text.starts_with('<') {
+        full = format!("#sdy.sharding{text}");
+        &full
+    } else {
+        text
+    };
+    let sharding = parse_sharding(text).ok_or_else(|| format!("cannot read `{text}`"))?;
+    let mesh = match &sharding.mesh {
+        MeshRef::Inline(mesh) => mesh,
+        MeshRef::Named(name) => meshes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, m)| m)
+            .ok_or_else(|| format!("mesh @{name} is not declared"))?,
+    };
+    tile(ty, &sharding, mesh, partitions)
+}
+
+/// The shardings of a `#sdy.sharding_per_value<[<...>, <...>]>` attribute, each as
+/// `<...>` text.
+pub fn per_value(attr: &Attribute) -> Option<Vec<String>> {
+    let Attribute::Opaque(text) = attr else {
+        return None;
+    };
+    let inner = text
+        .strip_prefix("#sdy.sharding_per_value<[")?
+        .strip_suffix("]>")?;
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, None);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' => {
+                if depth == 0 {
+                    start = Some(i);
+                }
+                depth += 1;
+            }
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    out.push(inner[start?..=i].to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// The tilings of `entry`'s arguments and results over `partitions` partitions; a value
+/// without a sharding is replicated.
+pub fn entry_tilings(
+    module: &Module,
+    entry: &Function,
+    partitions: usize,
+) -> Result<EntryTilings, String> {
+    let meshes = meshes(module);
+    let tiling = |ty: &Type, attrs: Option<&Vec<(String, Attribute)>>, what: &str| {
+        let ty = match ty {
+            Type::Tensor(t) if t.is_static() => t,
+            other => return Err(format!("{what} is {other}")),
+        };
+        match attrs.and_then(|a| sharding_text(a)) {
+            None => Ok(Tiling::replicated(ty, partitions)),
+            Some(text) => {
+                tiling_in(&meshes, text, ty, partitions).map_err(|e| format!("{what}: {e}"))
+            }
+        }
+    };
+    let inputs = entry
+        .ty
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| tiling(ty, entry.arg_attrs.get(i), &format!("argument {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut outputs = entry
+        .ty
+        .results
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| tiling(ty, entry.res_attrs.get(i), &format!("result {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A result without a sharding takes the sharding of the argument it is computed from
+    // elementwise, as XLA's sharding propagation would give it; otherwise it is replicated.
+    for (i, out) in outputs.iter_mut().enumerate() {
+        let annotated = entry
+            .res_attrs
+            .get(i)
+            .and_then(|a| sharding_text(a))
+            .is_some();
+        if !annotated {
+            if let Some(arg) = elementwise_source(entry, i) {
+                let from = &inputs[arg];
+                if from.global.shape == out.global.shape {
+                    let mut local = out.global.clone();
+                    local.shape = from.local.shape.clone();
+                    *out = Tiling {
+                        global: out.global.clone(),
+                        local,
+                        origins: from.origins.clone(),
+                    };
+                }
+            }
+        }
+    }
+    Ok(EntryTilings { inputs, outputs })
+}
+
+/// The entry argument that result `index` of `entry` is computed from through ops whose
+/// operands all have the result's shape (elementwise arithmetic, conversions, copies), if any;
+/// the first one found, operands searched in order.
+fn elementwise_source(entry: &Function, index: usize) -> Option<usize> {
+    let block = entry.body.blocks.first()?;
+    let shape_of = |v: crate::ValueId| match entry.values.get(v.index()) {
+        Some(Type::Tensor(t)) => Some(&t.shape),
+        _ => None,
+    };
+    let start = *block.ops.last()?.operands.get(index)?;
+    let shape = shape_of(start)?;
+    let mut stack = vec![start];
+    let mut budget = 256;
+    while let Some(value) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return None;
+        }
+        if let Some(arg) = block.arguments.iter().position(|&a| a == value) {
+            return Some(arg);
+        }
+        let Some(op) = block.ops.iter().find(|op| op.results.contains(&value)) else {
+            continue;
+        };
+        if op.regions.is_empty() && op.operands.iter().all(|&v| shape_of(v) == Some(shape)) {
+            stack.extend(op.operands.iter().rev());
+        }
+    }
+    None
+}
+
+/// Where `sharding` over `mesh` puts each partition's shard of a `ty` value.
+fn tile(
+    ty: &TensorType,
+    sharding: &Sharding,
+    mesh: &Mesh,
+    partitions: usize,
+) -> std::result::Result<Tiling, String> {
+    if sharding.unreduced {
+        return Err("unreduced axes (partial sums) are not supported".into());
+    }
+    if sharding.dims.iter().all(Vec::is_empty) {
+        return Ok(Tiling::replicated(ty, partitions));
+    }
+    if sharding.dims.len() != ty.rank() {
+        return Err(format!(
+            "{} dimension shardings for a rank-{} value",
+            sharding.dims.len(),
+            ty.rank()
+        ));
+    }
+    if let Some((name, s)) = mesh
+        .axes
+        .iter()
+        .find(|(_, s)| *s < 1 || *s > partitions as i64)
+    {
+        return Err(format!("mesh axis {name:?} has size {s}"));
+    }
+    let size = mesh
+        .axes
+        .iter()
+        .try_fold(1i64, |acc, (_, s)| acc.checked_mul(*s))
+        .unwrap_or(i64::MAX);
+    if size != partitions as i64 {
+        return Err(format!(
+            "a mesh of {size} devices for a program over {partitions} partitions"
+        ));
+    }
+    let positions: Vec<i64> = if mesh.device_ids.is_empty() {
+        (0..size).collect()
+    } else {
+        mesh.device_ids.clone()
+    };
+    let mut sorted = positions.clone();
+    sorted.sort_unstable();
+    if sorted != (0..size).collect::<Vec<_>>() {
+        return Err(format!(
+            "mesh device ids {positions:?} are not a permutation"
+        ));
+    }
+    // Per dimension: the axis references and the number of shards.
+    let mut tiles = Vec::with_capacity(ty.rank());
+    let mut refs = Vec::with_capacity(ty.rank());
+    for dim in &sharding.dims {
+        let mut count = 1i64;
+        let mut dim_refs = Vec::with_capacity(dim.len());
+        for axis in dim {
+            let (index, axis_size) = mesh
+                .axes
+                .iter()
+                .enumerate()
+                .find(|(_, (n, _))| *n == axis.name)
+                .map(|(i, (_, s))| (i, *s))
+                .ok_or_else(|| format!("axis {:?} is not in the mesh", axis.name))?;
+            let (pre, part) = axis.sub.unwrap_or((1, axis_size));
+            if !(1..=axis_size).contains(&pre)
+                || !(1..=axis_size).contains(&part)
+                || axis_size % (pre * part) != 0
+            {
+                return Err(format!(
+                    "sub-axis ({pre}){part} of an axis of size {axis_size}"
+                ));
+            }
+            // The mesh axis reshaped into [pre, part, post]: the sub-axis is the middle one.
+            dim_refs.push((index, axis_size / (pre * part), part));
+            count = count.saturating_mul(part);
+        }
+        tiles.push(count);
+        refs.push(dim_refs);
+    }
+    let mut local = ty.clone();
+    for (d, (&g, &t)) in ty.shape.iter().zip(&tiles).enumerate() {
+        if g % t != 0 {
+            return Err(format!(
+                "dimension {d} of size {g} does not split evenly into {t} shards"
+            ));
+        }
+        local.shape[d] = g / t;
+    }
+    let mut origins = vec![Vec::new(); partitions];
+    for (position, &partition) in positions.iter().enumerate() {
+        // The position's coordinate along each mesh axis (the first axis major).
+        let mut coordinates = vec![0i64; mesh.axes.len()];
+        let mut rest = position as i64;
+        for (a, (_, s)) in mesh.axes.iter().enumerate().rev() {
+            coordinates[a] = rest % s;
+            rest /= s;
+        }
+        let origin = refs
+            .iter()
+            .zip(&local.shape)
+            .map(|(dim_refs, &l)| {
+                let shard = dim_refs.iter().fold(0i64, |acc, &(axis, post, part)| {
+                    acc * part + (coordinates[axis] / post) % part
+                });
+                shard * l
+            })
+            .collect();
+        origins[partition as usize] = origin;
+    }
+    Ok(Tiling {
+        global: ty.clone(),
+        local,
+        origins,
+    })
+}
+
+/// Calls `f(whole_offset, tile_offset, len)` (in bytes) for each contiguous run of the
+/// `tile`-shaped box at `origin` of a row-major `whole`-shaped array of `elem`-byte elements.
+fn for_each_run(
+    whole: &[i64],
+    origin: &[i64],
+    tile: &[i64],
+    elem: usize,
+    mut f: impl FnMut(usize, usize, usize),
+) {
+    let rank = tile.len();
+    if tile.iter().any(|&e| e <= 0) {
+        return;
+    }
+    if rank == 0 {
+        f(0, 0, elem);
+        return;
+    }
+    let strides = |shape: &[i64]| {
+        let mut s = vec![1usize; rank];
+        for d in (0..rank - 1).rev() {
+            s[d] = s[d + 1] * shape[d + 1] as usize;
+        }
+        s
+    };
+    let (whole_strides, tile_strides) = (strides(whole), strides(tile));
+    let run = tile[rank - 1] as usize * elem;
+    let mut index = vec![0i64; rank - 1];
+    loop {
+        let mut w = origin[rank - 1] as usize;
+        let mut t = 0usize;
+        for d in 0..rank - 1 {
+            w += (origin[d] + index[d]) as usize * whole_strides[d];
+            t += index[d] as usize * tile_strides[d];
+        }
+        f(w * elem, t * elem, run);
+        // Next index over the leading dimensions.
+        let mut dim = rank - 1;
+        loop {
+            if dim == 0 {
+                return;
+            }
+            dim -= 1;
+            index[dim] += 1;
+            if index[dim] < tile[dim] {
+                break;
+            }
+            index[dim] = 0;
+        }
+    }
+}
+
+/// The whole value from every partition's shard (`shards[p]`); each shard is read once,
+/// from its first holder.
+pub fn assemble(tiling: &Tiling, shards: &[&[u8]]) -> Vec<u8> {
+    if tiling.is_replicated() {
+        return shards.first().map(|s| s.to_vec()).unwrap_or_default();
+    }
+    let elem = tiling.global.element_type.byte_size();
+    let mut whole = vec![0u8; tiling.global.byte_size().unwrap_or(0)];
+    let mut seen: Vec<&Vec<i64>> = Vec::new();
+    for (origin, shard) in tiling.origins.iter().zip(shards) {
+        if seen.contains(&origin) {
+            continue;
+        }
+        seen.push(origin);
+        let (g, l) = (&tiling.global.shape, &tiling.local.shape);
+        for_each_run(g, origin, l, elem, |w, t, n| {
+            whole[w..w + n].copy_from_slice(&shard[t..t + n]);
+        });
+    }
+    whole
+}
+
+/// Partition `partition`'s shard of the whole value `whole`.
+pub fn shard_of(tiling: &Tiling, whole: &[u8], partition: usize) -> Vec<u8> {
+    if tiling.is_replicated() {
+        return whole.to_vec();
+    }
+    let elem = tiling.global.element_type.byte_size();
+    let mut shard = vec![0u8; tiling.local.byte_size().unwrap_or(0)];
+    let (g, l) = (&tiling.global.shape, &tiling.local.shape);
+    for_each_run(g, &tiling.origins[partition], l, elem, |w, t, n| {
+        shard[t..t + n].copy_from_slice(&whole[w..w + n]);
+    });
+    shard
+}
+
+// ---------------------------------------------------------------- text
+
+/// A cursor over sharding text.
+struct Text<'a> {
+    s: &'a str,
+}
+
+impl<'a> Text<'a> {
+    fn ws(&mut self) {
+        self.s = self.s.trim_start();
+    }
+
+    fn eat(&mut self, token: &str) -> bool {
+        self.ws();
+        match self.s.strip_prefix(token) {
+            Some(rest) => {
+                self.s = rest;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn expect(&mut self, token: &str) -> Option<()> {
+        self.eat(token).then_some(())
+    }
+
+    /// A `"..."` string (axis names hold no escapes).
+    fn string(&mut self) -> Option<String> {
+        self.expect("\"")?;
+        let end = self.s.find('"')?;
+        let out = self.s[..end].to_string();
+        self.s = &self.s[end + 1..];
+        Some(out)
+    }
+
+    fn int(&mut self) -> Option<i64> {
+        self.ws();
+        let end = self
+            .s
+            .char_indices()
+            .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+            .map_or(self.s.len(), |(i, _)| i);
+        let value = self.s[..end].parse().ok()?;
+        self.s = &self.s[end..];
+        Some(value)
+    }
+
+    /// A symbol name after `@` (bare or quoted).
+    fn symbol(&mut self) -> Option<String> {
+        self.expect("@")?;
+        if self.s.starts_with('"') {
+            return self.string();
+        }
+        let end = self
+            .s
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '$' | '-')))
+            .unwrap_or(self.s.len());
+        let out = self.s[..end].to_string();
+        self.s = &self.s[end..];
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Items separated by commas up to `close` (already past the opener).
+    fn list<T>(
+        &mut self,
+        close: &str,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut out = Vec::new();
+        if self.eat(close) {
+            return Some(out);
+        }
+        loop {
+            out.push(item(self)?);
+            if self.eat(close) {
+                return Some(out);
+            }
+            self.expect(",")?;
+        }
+    }
+
+    /// `<["x"=4, "y"=2], device_ids=[...]>`.
+    fn mesh(&mut self) -> Option<Mesh> {
+        self.expect("<")?;
+        self.expect("[")?;
+        let axes = self.list("]", |t| {
+            let name = t.string()?;
+            t.expect("=")?;
+            Some((name, t.int()?))
+        })?;
+        let mut device_ids = Vec::new();
+        if self.eat(",") {
+            self.expect("device_ids")?;
+            self.expect("=")?;
+            self.expect("[")?;
+            device_ids = self.list("]", Text::int)?;
+        }
+        self.expect(">")?;
+        Some(Mesh { axes, device_ids })
+    }
+
+    /// `"x"` or `"x":(2)4`.
+    fn axis_ref(&mut self) -> Option<AxisRef> {
+        let name = self.string()?;
+        let sub = if self.eat(":") {
+            self.expect("(")?;
+            let pre = self.int()?;
+            self.expect(")")?;
+            Some((pre, self.int()?))
+        } else {
+            None
+        };
+        Some(AxisRef { name, sub })
+    }
+
+    /// `{"x", "y"}`, `{"x", ?}`, `{?}`, each optionally followed by a priority `p1`.
+    fn dim(&mut self) -> Option<Vec<AxisRef>> {
+        self.expect("{")?;
+        let mut axes = Vec::new();
+        if !self.eat("}") {
+            loop {
+                if self.eat("?") {
+                    self.expect("}")?;
+                    break;
+                }
+                axes.push(self.axis_ref()?);
+                if self.eat("}") {
+                    break;
+                }
+                self.expect(",")?;
+            }
+        }
+        if self.s.starts_with('p') {
+            self.s = &self.s[1..];
+            self.int()?;
+        }
+        Some(axes)
+    }
+}
+
+/// Reads `#sdy.sharding<@mesh, [{"x"}, {}], replicated={...}, unreduced={...}>`.
+fn parse_sharding(text: &str) -> Option<Sharding> {
+    let mut t = Text { s: text };
+    t.expect("#sdy.sharding")?;
+    t.expect("<")?;
+    let mesh = if t.s.trim_start().starts_with('@') {
+        MeshRef::Named(t.symbol()?)
+    } else {
+        t.expect("mesh")?;
+        MeshRef::Inline(t.mesh()?)
+    };
+    t.expect(",")?;
+    t.expect("[")?;
+    let dims = t.list("]", Text::dim)?;
+    let mut unreduced = false;
+    while t.eat(",") {
+        let key_end = t.s.find('=')?;
+        let key = t.s[..key_end].trim().to_string();
+        t.s = &t.s[key_end + 1..];
+        if key == "reduction" {
+            t.int()?;
+            continue;
+        }
+        t.expect("{")?;
+        let axes = t.list("}", Text::axis_ref)?;
+        if key == "unreduced" && !axes.is_empty() {
+            unreduced = true;
+        }
+    }
+    t.expect(">")?;
+    Some(Sharding {
+        mesh,
+        dims,
+        unreduced,
+    })
+}
+
+/// Reads `sdy.mesh @name = <...>` (an attribute dictionary may follow).
+fn parse_mesh_declaration(text: &str) -> Option<(String, Mesh)> {
+    let mut t = Text { s: text };
+    t.expect("sdy.mesh")?;
+    let name = t.symbol()?;
+    t.expect("=")?;
+    Some((name, t.mesh()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ElementType;
+
+    fn f32s(shape: &[i64]) -> TensorType {
+        TensorType::new(shape.to_vec(), ElementType::F32)
+    }
+
+    #[test]
+    fn reads_meshes_and_shardings_as_mlir_prints_them() {
+        assert_eq!(
+            parse_mesh_declaration(
+                r#"sdy.mesh @mesh = <["x"=2, "y"=4], device_ids=[7,6,5,4,3,2,1,0]> {a = 1}"#
+            ),
+            Some((
+                "mesh".into(),
+                Mesh {
+                    axes: vec![("x".into(), 2), ("y".into(), 4)],
+                    device_ids: (0..8).rev().collect(),
+                }
+            ))
+        );
+        let s = parse_sharding(
+            r#"#sdy.sharding<@mesh, [{"x", "y":(2)2}, {?}p1, {}], replicated={"z"}>"#,
+        )
+        .unwrap();
+        assert_eq!(s.mesh, MeshRef::Named("mesh".into()));
+        assert_eq!(s.dims.len(), 3);
+        assert_eq!(
+            s.dims[0],
+            vec![
+                AxisRef {
+                    name: "x".into(),
+                    sub: None
+                },
+                AxisRef {
+                    name: "y".into(),
+                    sub: Some((2, 2))
+                }
+            ]
+        );
+        assert!(s.dims[1].is_empty() && s.dims[2].is_empty() && !s.unreduced);
+        let s =
+            parse_sharding(r#"#sdy.sharding<mesh<["a"=2]>, [{"a"}], unreduced={"a"}>"#).unwrap();
+        assert!(s.unreduced);
+        assert!(parse_sharding(r#"#sdy.sharding<@mesh, [{"x"}"#).is_none());
+    }
+
+    #[test]
+    fn tiles_follow_the_mesh_order_and_sub_axes() {
+        let mesh = Mesh {
+            axes: vec![("x".into(), 2), ("y".into(), 2)],
+            device_ids: vec![],
+        };
+        // Rows over "y", columns over "x": position (x, y) holds row block y, column block x.
+        let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"y"}, {"x"}]>"#).unwrap();
+        let t = tile(&f32s(&[4, 6]), &sharding, &mesh, 4).unwrap();
+        assert_eq!(t.local.shape, vec![2, 3]);
+        assert_eq!(
+            t.origins,
+            vec![vec![0, 0], vec![2, 0], vec![0, 3], vec![2, 3]]
+        );
+        assert_eq!(t.tile_assignment(), Some((vec![0, 2, 1, 3], 1)));
+        // One dimension over "x" only: "y" replicates it.
+        let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"x"}, {}]>"#).unwrap();
+        let t = tile(&f32s(&[4, 6]), &sharding, &mesh, 4).unwrap();
+        assert_eq!(
+            t.origins,
+            vec![vec![0, 0], vec![0, 0], vec![2, 0], vec![2, 0]]
+        );
+        assert_eq!(t.tile_assignment(), Some((vec![0, 1, 2, 3], 2)));
+        // A reversed device order, and a sub-axis: "x":(1)2 of a size-4 axis is its major half.
+        let mesh = Mesh {
+            axes: vec![("x".into(), 4)],
+            device_ids: vec![3, 2, 1, 0],
+        };
+        let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"x":(1)2}]>"#).unwrap();
+        let t = tile(&f32s(&[8]), &sharding, &mesh, 4).unwrap();
+        assert_eq!(t.origins, vec![vec![4], vec![4], vec![0], vec![0]]);
+        // Uneven splits and meshes of the wrong size are refused.
+        let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"x"}]>"#).unwrap();
+        assert!(tile(&f32s(&[6]), &sharding, &mesh, 4).is_err());
+        assert!(tile(&f32s(&[8]), &sharding, &mesh, 2).is_err());
+    }
+
+    #[test]
+    fn shards_reassemble_into_the_whole_value() {
+        let mesh = Mesh {
+            axes: vec![("x".into(), 2), ("y".into(), 3)],
+            device_ids: vec![],
+        };
+        let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"y"}, {}, {"x"}]>"#).unwrap();
+        let ty = TensorType::new(vec![3, 2, 4], ElementType::S16);
+        let t = tile(&ty, &sharding, &mesh, 6).unwrap();
+        let whole: Vec<u8> = (0..t.global.byte_size().unwrap())
+            .map(|i| i as u8)
+            .collect();
+        let shards: Vec<Vec<u8>> = (0..6).map(|p| shard_of(&t, &whole, p)).collect();
+        // Partition 4 is mesh position (x=1, y=1): row 1, every column block-1 element.
+        let expect: Vec<u8> = [1i64, 1]
+            .iter()
+            .zip([0i64, 1])
+            .flat_map(|(&row, col)| {
+                let base = ((row * 2 + col) * 4 + 2) * 2;
+                (base..base + 4).map(|b| b as u8)
+            })
+            .collect();
+        assert_eq!(shards[4], expect);
+        let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
+        assert_eq!(assemble(&t, &refs), whole);
+    }
+}

@@ -1,0 +1,133 @@
+"""jax.jit over arrays sharded across several oxla devices.
+
+Programs JAX leaves to the compiler to partition (arguments and results carrying shardings,
+ops outside any `shard_map`) run on whole values: each check runs in a fresh interpreter
+with OXLA_NUM_DEVICES=4 and compares the values with the same function on JAX's cpu
+backend (one device, unsharded), and each device's shard with the matching slice of the
+whole result.
+"""
+
+import json
+
+import pytest
+from _support import require_jax, run_python_ok
+
+require_jax()
+
+ENV = {"JAX_PLATFORMS": "oxla,cpu", "OXLA_NUM_DEVICES": "4"}
+
+CASES = r"""
+import json
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import shard_map
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+devs = jax.devices("oxla")
+assert len(devs) == 4, devs
+cpu = jax.devices("cpu")[0]
+rng = np.random.default_rng(0)
+report = {}
+
+
+def check(name, f, args, in_specs=None, out_spec=None, mesh=None, want=None):
+    if want is None:
+        want = jax.jit(f)(*[jax.device_put(a, cpu) for a in args])
+    if in_specs is not None:
+        args = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(args, in_specs)]
+    out = None if out_spec is None else NamedSharding(mesh, out_spec)
+    got = jax.jit(f, out_shardings=out)(*args)
+    leaves, want_leaves = jax.tree.leaves(got), jax.tree.leaves(want)
+    entry = {"values": [], "shards": [], "specs": []}
+    for leaf, ref in zip(leaves, want_leaves):
+        whole = np.asarray(leaf)
+        entry["values"].append(bool(
+            whole.dtype == np.asarray(ref).dtype
+            and np.allclose(whole, np.asarray(ref), rtol=1e-5, atol=1e-5)))
+        entry["shards"].append(all(
+            np.array_equal(np.asarray(s.data), whole[s.index]) for s in leaf.addressable_shards))
+        entry["specs"].append(str(getattr(leaf.sharding, "spec", "")))
+    report[name] = entry
+
+
+line = Mesh(np.array(devs), ("x",))
+square = Mesh(np.array(devs).reshape(2, 2), ("a", "b"))
+backwards = Mesh(np.array(devs[::-1]), ("x",))
+x = rng.standard_normal((8, 6), dtype=np.float32)
+y = rng.standard_normal((6, 4), dtype=np.float32)
+i = rng.integers(-100, 100, (4, 8), dtype=np.int32)
+
+check("row_sum", lambda x: (x * 2).sum(0), [x], [P("x")], mesh=line)
+check("matmul_2d_mesh", lambda x, y: x @ y + 1, [x, y], [P("a", "b"), P("b", "a")],
+      P("b", None), square)
+check("partly_replicated", lambda x: jnp.tanh(x) - x.mean(), [x], [P(None, "a")],
+      P("b", "a"), square)
+check("reversed_devices", lambda x: jnp.cumsum(x, 0), [x], [P("x")], P("x"), backwards)
+check("ints_and_bools", lambda i: (i * 3 ^ 5, i > 0), [i], [P("a", "b")],
+      P(None, ("a", "b")), square)
+check("replicated_input", jnp.sin, [x], [P()], mesh=line)
+check("elementwise_keeps_sharding", lambda x: x * 2 + 1, [x], [P("x")], mesh=line)
+
+# shard_map regions among other ops: the regions run per device, the rest on whole values
+# (the expected values from numpy: the regions name oxla's devices).
+blocks = x.reshape(4, 2, 6).sum(0)
+spread = shard_map(lambda v: v * 2 + jax.lax.psum(v, "x"), mesh=line,
+                   in_specs=P("x"), out_specs=P("x"))
+total = shard_map(lambda v: jax.lax.psum(v.sum(0), "x"), mesh=line,
+                  in_specs=P("x"), out_specs=P())
+check("shard_map_inside_jit", lambda x: jnp.sin(spread(x)) + 1, [x],
+      want=np.sin(x * 2 + np.tile(blocks, (4, 1))) + 1)
+check("shard_map_to_replicated", lambda x: total(x * x) / 3, [x], [P("x")], mesh=line,
+      want=(x * x).sum(0) / 3)
+
+# pmap results fed to jit, stacked and differentiated.
+y4 = jax.pmap(lambda v: v * 2)(jnp.arange(8.0).reshape(4, 2))
+report["pmap_then_jit"] = np.asarray(y4 + 1).tolist()
+report["stack"] = np.asarray(jnp.stack([y4, y4 + 1])).tolist()
+report["grad_of_pmap"] = np.asarray(jax.grad(
+    lambda v: jnp.sum(jax.pmap(lambda u: u ** 2)(v)))(jnp.arange(8.0).reshape(4, 2))).tolist()
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def report():
+    result = run_python_ok(CASES, env=ENV)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "row_sum",
+        "matmul_2d_mesh",
+        "partly_replicated",
+        "reversed_devices",
+        "ints_and_bools",
+        "replicated_input",
+        "elementwise_keeps_sharding",
+        "shard_map_inside_jit",
+        "shard_map_to_replicated",
+    ],
+)
+def test_sharded_jit_matches_cpu(report, name):
+    entry = report[name]
+    assert all(entry["values"]), entry
+    assert all(entry["shards"]), entry
+
+
+def test_results_have_the_requested_shardings(report):
+    # Unrequested: elementwise results follow their argument, others are replicated.
+    assert report["elementwise_keeps_sharding"]["specs"] == ["P('x',)"]
+    assert report["row_sum"]["specs"] == ["P()"]
+    assert report["matmul_2d_mesh"]["specs"] == ["P('b', None)"]
+    assert report["partly_replicated"]["specs"] == ["P('b', 'a')"]
+    assert report["ints_and_bools"]["specs"] == ["P(None, ('a', 'b'))"] * 2
+
+
+def test_pmap_results_feed_jit(report):
+    doubled = [[2.0 * (2 * r + c) for c in range(2)] for r in range(4)]
+    assert report["pmap_then_jit"] == [[v + 1 for v in row] for row in doubled]
+    assert report["stack"] == [doubled, [[v + 1 for v in row] for row in doubled]]
+    assert report["grad_of_pmap"] == [[2.0 * (2 * r + c) for c in range(2)] for r in range(4)]
