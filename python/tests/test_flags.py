@@ -77,6 +77,11 @@ def test_xla_compile_options_are_ignored(oxla_device):
         compiler_options={"xla_cpu_enable_fast_math": True, "xla_dump_max_hlo_modules": 2}
     )
     assert compiled(x).tolist() == [0.0, 3.0, 6.0]
+    # A value the option cannot take is still an error, in XLA's words.
+    with pytest.raises(Exception, match="is not a valid bool value"):
+        jax.jit(lambda v: v * 3).lower(x).compile(
+            compiler_options={"xla_embed_ir_in_executable": "invalid_value"}
+        )
 
 
 def test_artifact_dir_is_read_at_every_compile(tmp_path, monkeypatch, oxla_device):

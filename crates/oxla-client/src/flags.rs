@@ -183,6 +183,39 @@ impl std::fmt::Display for FlagValue {
 /// which per-compile overrides may carry and oxla ignores.
 const XLA_OPTION_PREFIX: &str = "xla_";
 
+/// XLA options known to take a boolean (the common debug options of its CPU backend).
+const XLA_BOOL_OPTIONS: &[&str] = &[
+    "xla_cpu_enable_fast_math",
+    "xla_cpu_fast_math_honor_division",
+    "xla_cpu_fast_math_honor_functions",
+    "xla_cpu_fast_math_honor_infs",
+    "xla_cpu_fast_math_honor_nans",
+    "xla_cpu_use_thunk_runtime",
+    "xla_dump_hlo_as_dot",
+    "xla_dump_hlo_as_html",
+    "xla_dump_hlo_as_proto",
+    "xla_dump_hlo_as_text",
+    "xla_dump_include_timestamp",
+    "xla_dump_large_constants",
+    "xla_embed_ir_in_executable",
+    "xla_hlo_profile",
+    "xla_llvm_disable_expensive_passes",
+];
+
+/// Rejects a value XLA would reject for option `name`, with XLA's wording.
+fn check_xla_option(name: &str, value: &FlagValue) -> Result<()> {
+    if !XLA_BOOL_OPTIONS.contains(&name) {
+        return Ok(());
+    }
+    match value {
+        FlagValue::Bool(_) | FlagValue::Int(0 | 1) => Ok(()),
+        FlagValue::Str(s) if matches!(s.trim(), "true" | "false" | "1" | "0") => Ok(()),
+        other => Err(ClientError::InvalidArgument(format!(
+            "compile option {name}: {other} is not a valid bool value."
+        ))),
+    }
+}
+
 /// The source name of per-compile overrides (JAX's `compiler_options`) in messages.
 const COMPILE_OPTIONS_SOURCE: &str = "compile options";
 
@@ -368,7 +401,9 @@ impl Flags {
         for (name, value) in overrides.iter() {
             if source == COMPILE_OPTIONS_SOURCE && name.starts_with(XLA_OPTION_PREFIX) {
                 // XLA's debug options tune XLA's own passes: they have no meaning here,
-                // and rejecting them would fail programs written for the cpu backend.
+                // and rejecting them would fail programs written for the cpu backend. A
+                // value no XLA would take is still an error.
+                check_xla_option(name, value)?;
                 tracing::debug!("ignoring XLA compile option {name}={value}");
                 continue;
             }
@@ -510,6 +545,19 @@ mod tests {
         assert_eq!(ignored, base);
         let err = base.with_overrides(&xla, "OXLA_FLAGS").unwrap_err();
         assert!(err.message().contains("xla_cpu_enable_fast_math"), "{err}");
+        // ... but a value that option cannot take is an error.
+        let mut bad = FlagOverrides::new();
+        bad.push(
+            "xla_embed_ir_in_executable",
+            FlagValue::Str("maybe".to_string()),
+        );
+        let err = base
+            .with_overrides(&bad, COMPILE_OPTIONS_SOURCE)
+            .unwrap_err();
+        assert!(
+            err.message().contains("is not a valid bool value."),
+            "{err}"
+        );
 
         let mut client_only = FlagOverrides::new();
         client_only.push("num_threads", FlagValue::Int(2));
