@@ -333,9 +333,7 @@ pub(crate) fn localize(
         .blocks
         .first()
         .ok_or_else(|| unpartitioned(format!("@{} has no body", entry.name)))?;
-    let has_manual = block.ops.iter().any(|op| {
-        is_manual_computation(&op.kind) || sharding_call_target(op) == Some("SPMDFullToShardShape")
-    });
+    let has_manual = has_manual_regions(entry);
     let annotated = module.declarations.iter().any(|d| d.contains("sdy.mesh"))
         || entry
             .arg_attrs

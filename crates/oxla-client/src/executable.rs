@@ -643,15 +643,7 @@ impl LoadedExecutable {
         for ((device, args), &process) in devices.iter().zip(argument_lists).zip(&processes) {
             let arg_slots = self.argument_slots(args, options)?;
             let arg_slots_ready = arg_slots.iter().all(|slot| slot.event().is_ready());
-            let out_slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
-            let out_buffers = exe
-                .output_types()
-                .iter()
-                .zip(&out_slots)
-                .map(|(ty, slot)| {
-                    Buffer::from_slot(ty.clone(), device.default_memory(), device, slot.clone())
-                })
-                .collect();
+            let (out_slots, out_buffers) = pending_outputs(&exe, device);
             let done = Event::new();
             let job_done = done.clone();
             let job_exe = exe.clone();
@@ -769,16 +761,8 @@ impl LoadedExecutable {
         let mut out_slots = Vec::with_capacity(devices.len());
         let mut completions = Vec::with_capacity(devices.len());
         for device in devices {
-            let slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
-            outputs.push(
-                exe.output_types()
-                    .iter()
-                    .zip(&slots)
-                    .map(|(ty, slot)| {
-                        Buffer::from_slot(ty.clone(), device.default_memory(), device, slot.clone())
-                    })
-                    .collect(),
-            );
+            let (slots, buffers) = pending_outputs(&exe, device);
+            outputs.push(buffers);
             out_slots.push(slots);
             completions.push(Event::new());
         }
@@ -1108,24 +1092,37 @@ fn run_on_worker(
         args.push(Literal::from_shared(ty.clone(), slot.wait()?)?);
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
+    let expected: Vec<&TensorType> = exe.output_types().iter().collect();
+    evaluate(exe, module, &args, collectives, &expected)
+}
+
+/// Runs `module`'s entry on `args`, gives each result memory of its own and checks the
+/// results against the `expected` types.
+fn evaluate(
+    exe: &Executable,
+    module: &Module,
+    args: &[Literal],
+    collectives: &dyn Collectives,
+    expected: &[&TensorType],
+) -> Result<Vec<Literal>> {
     let mut results = oxla_ir::eval::run_function_cached(
         module,
         exe.entry_name(),
-        &args,
+        args,
         collectives,
         exe.inner.eval_options,
         &exe.inner.plans,
     )?;
-    distinct_outputs(&args, &mut results);
-    if results.len() != exe.num_outputs() {
+    distinct_outputs(args, &mut results);
+    if results.len() != expected.len() {
         return Err(ClientError::Internal(format!(
             "{} returned {} values, its signature has {}",
             exe.name(),
             results.len(),
-            exe.num_outputs()
+            expected.len()
         )));
     }
-    for (idx, (value, ty)) in results.iter().zip(exe.output_types()).enumerate() {
+    for (idx, (value, &ty)) in results.iter().zip(expected).enumerate() {
         if &value.ty != ty || Some(value.data.len()) != ty.byte_size() {
             return Err(ClientError::Internal(format!(
                 "result {idx} of {} is {}, its signature says {ty}",
@@ -1135,6 +1132,20 @@ fn run_on_worker(
         }
     }
     Ok(results)
+}
+
+/// One device's pending output slots and the buffers over them.
+fn pending_outputs(exe: &Executable, device: &Device) -> (Vec<Arc<Slot>>, Vec<Buffer>) {
+    let slots: Vec<_> = exe.output_types().iter().map(|_| Slot::pending()).collect();
+    let buffers = exe
+        .output_types()
+        .iter()
+        .zip(&slots)
+        .map(|(ty, slot)| {
+            Buffer::from_slot(ty.clone(), device.default_memory(), device, slot.clone())
+        })
+        .collect();
+    (slots, buffers)
 }
 
 /// The work of [`LoadedExecutable::execute_gathered`]: `slots[p]` are partition `p`'s
@@ -1160,33 +1171,8 @@ fn run_gathered(
         };
         args.push(Literal::from_shared(tiling.global.clone(), whole)?);
     }
-    let mut results = oxla_ir::eval::run_function_cached(
-        exe.module(),
-        exe.entry_name(),
-        &args,
-        collectives,
-        exe.inner.eval_options,
-        &exe.inner.plans,
-    )?;
-    distinct_outputs(&args, &mut results);
-    if results.len() != tilings.outputs.len() {
-        return Err(ClientError::Internal(format!(
-            "{} returned {} values, its signature has {}",
-            exe.name(),
-            results.len(),
-            tilings.outputs.len()
-        )));
-    }
-    for (idx, (value, tiling)) in results.iter().zip(&tilings.outputs).enumerate() {
-        if value.ty != tiling.global || Some(value.data.len()) != tiling.global.byte_size() {
-            return Err(ClientError::Internal(format!(
-                "result {idx} of {} is {}, its signature says {}",
-                exe.name(),
-                value.ty,
-                tiling.global
-            )));
-        }
-    }
+    let expected: Vec<&TensorType> = tilings.outputs.iter().map(|t| &t.global).collect();
+    let results = evaluate(exe, exe.module(), &args, collectives, &expected)?;
     // Every partition's results have memory of their own, replicated ones included.
     Ok(partitions
         .iter()

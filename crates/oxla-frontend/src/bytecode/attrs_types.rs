@@ -875,7 +875,8 @@ fn textual(cursor: &mut Cursor<'_>) -> Result<String> {
     Ok(text)
 }
 
-fn read_svarints(c: &mut Cursor<'_>) -> Result<Vec<i64>> {
+/// A list of zigzag-encoded integers: a count, then the values.
+pub(crate) fn read_svarints(c: &mut Cursor<'_>) -> Result<Vec<i64>> {
     let n = c.count()?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {

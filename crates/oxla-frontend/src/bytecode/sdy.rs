@@ -7,7 +7,7 @@
 //! one parser downstream reads both. Encodings oxla has no use for (sharding rules, collective
 //! parameters) become a placeholder naming the dialect.
 
-use super::attrs_types::{Attr, Tables};
+use super::attrs_types::{read_svarints, Attr, Tables};
 use super::reader::{Cursor, Result};
 use oxla_ir::Attribute;
 
@@ -53,7 +53,7 @@ impl<'s, 'a> Tables<'s, 'a> {
             }
             code::MESH => {
                 let axes = self.sdy_list(c)?;
-                let devices = signed_list(c)?;
+                let devices = read_svarints(c)?;
                 let mut text = format!("{MESH_PREFIX}<[{}]", axes.join(", "));
                 if !devices.is_empty() {
                     let ids: Vec<String> = devices.iter().map(i64::to_string).collect();
@@ -168,16 +168,6 @@ impl<'s, 'a> Tables<'s, 'a> {
             )),
         }
     }
-}
-
-/// A list of zigzag-encoded integers: a count, then the values.
-fn signed_list(c: &mut Cursor<'_>) -> Result<Vec<i64>> {
-    let n = c.count()?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(c.svarint()?);
-    }
-    Ok(out)
 }
 
 /// `name` as an MLIR string literal.
