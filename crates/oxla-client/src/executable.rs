@@ -1009,19 +1009,42 @@ fn signature_agrees(
 const INLINE_MAX_OPS: usize = 64;
 /// ... and only when no value of theirs is larger than this many bytes.
 const INLINE_MAX_VALUE_BYTES: usize = 64 * 1024;
+/// ... and when their loops together do at most this much work
+/// ([`oxla_ir::eval::counted_loop_work`]: about ten microseconds per thousand).
+const INLINE_MAX_LOOP_WORK: u64 = 16 * 1024;
 
 /// Whether executions of `module` are cheap enough to run on the calling thread: few ops,
-/// small values, no loops (whose trip count is unknown) and no custom calls (host callbacks
-/// call back into the embedding program, which may expect to run them on a worker).
+/// small values, only loops whose trip count is known and whose work is small (compiled
+/// counted loops, `fori_loop` with constant bounds over small values) and no custom calls
+/// (host callbacks call back into the embedding program, which may expect to run them on a
+/// worker).
 fn runs_inline(module: &oxla_ir::Module) -> bool {
-    fn region_ok(region: &oxla_ir::Region, budget: &mut usize) -> bool {
+    struct Budget {
+        ops: usize,
+        loop_work: u64,
+    }
+    fn region_ok(
+        module: &oxla_ir::Module,
+        func: &oxla_ir::Function,
+        region: &oxla_ir::Region,
+        budget: &mut Budget,
+    ) -> bool {
         region.blocks.iter().all(|block| {
             block.ops.iter().all(|op| {
-                if *budget == 0 || matches!(op.kind, OpKind::While | OpKind::CustomCall) {
+                if budget.ops == 0 || op.kind == OpKind::CustomCall {
                     return false;
                 }
-                *budget -= 1;
-                op.regions.iter().all(|r| region_ok(r, budget))
+                budget.ops -= 1;
+                if op.kind == OpKind::While {
+                    let work = oxla_ir::eval::counted_loop_work(module, func, op);
+                    match work {
+                        Some(work) if work <= budget.loop_work => budget.loop_work -= work,
+                        _ => return false,
+                    }
+                }
+                op.regions
+                    .iter()
+                    .all(|r| region_ok(module, func, r, budget))
             })
         })
     }
@@ -1034,11 +1057,14 @@ fn runs_inline(module: &oxla_ir::Module) -> bool {
             _ => true,
         }
     }
-    let mut budget = INLINE_MAX_OPS;
+    let mut budget = Budget {
+        ops: INLINE_MAX_OPS,
+        loop_work: INLINE_MAX_LOOP_WORK,
+    };
     module
         .functions
         .iter()
-        .all(|f| f.values.iter().all(small) && region_ok(&f.body, &mut budget))
+        .all(|f| f.values.iter().all(small) && region_ok(module, f, &f.body, &mut budget))
 }
 
 /// Runs `job` on a thread of its own; if no thread can be started, hands it to `fallback`.
@@ -1301,7 +1327,7 @@ module {
     }
 
     #[test]
-    fn small_programs_run_on_the_calling_thread_and_loops_do_not() {
+    fn small_programs_and_short_counted_loops_run_on_the_calling_thread() {
         let client = crate::Client::new(&crate::ClientOptions::default()).unwrap();
         let options = || CompileOptions {
             entry: Some("f".to_string()),
@@ -1379,6 +1405,54 @@ func.func public @main(%a: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
 ";
         let exe = client
             .compile(large.as_bytes(), CompileOptions::default())
+            .unwrap();
+        assert!(!exe.executable().inner.inline);
+        // A counted loop (constant start, bound and step) of little work runs inline, and
+        // gives the same answer; the same loop with a million trips does not.
+        let counted = |trips: u32| {
+            format!(
+                "
+func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %n = stablehlo.constant dense<{trips}> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %zero, %v = %x) : tensor<i32>, tensor<4xf32>
+    cond {{
+      %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    }} do {{
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %next = stablehlo.add %i, %one : tensor<i32>
+      %w = stablehlo.add %v, %v : tensor<4xf32>
+      stablehlo.return %next, %w : tensor<i32>, tensor<4xf32>
+    }}
+  return %0#1 : tensor<4xf32>
+}}
+"
+            )
+        };
+        let exe = client
+            .compile(counted(10).as_bytes(), CompileOptions::default())
+            .unwrap();
+        assert!(exe.executable().inner.inline);
+        let arg = Buffer::from_literal(
+            device,
+            oxla_ir::Literal::from_f32(&[4], &[1.0, -2.0, 0.5, 0.0]).unwrap(),
+        )
+        .unwrap();
+        let result = exe
+            .execute(&[vec![arg]], &ExecuteOptions::default())
+            .unwrap();
+        assert!(result.completions[0].is_ready());
+        assert_eq!(
+            result.outputs[0][0]
+                .to_literal()
+                .unwrap()
+                .to_f32_vec()
+                .unwrap(),
+            vec![1024.0, -2048.0, 512.0, 0.0]
+        );
+        let exe = client
+            .compile(counted(1_000_000).as_bytes(), CompileOptions::default())
             .unwrap();
         assert!(!exe.executable().inner.inline);
     }

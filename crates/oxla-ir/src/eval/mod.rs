@@ -48,6 +48,7 @@ mod testing;
 mod tests;
 mod threads;
 mod topk;
+mod trip_count;
 mod typed;
 mod window;
 
@@ -257,6 +258,15 @@ pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
         .filter(|op| op.kind == OpKind::While)
         .map(|op| small_loop::compile(module, func, op).is_some())
         .collect()
+}
+
+/// The work of one run of `op` (a `while` of `func`) when it compiles to a register
+/// program and its trip count is known before it runs: instructions executed, each
+/// counted once per 16 elements it covers. `None` for any other loop.
+pub fn counted_loop_work(module: &Module, func: &Function, op: &Op) -> Option<u64> {
+    let trips = trip_count::static_trip_count(func, op)?;
+    let program = small_loop::compile(module, func, op)?;
+    Some(trips.saturating_mul(program.work_per_iteration()))
 }
 
 /// Whether `op` is `jax.lax.dce_sink`'s custom call, which has no results and no effect.

@@ -533,6 +533,14 @@ fn int_compare(
 }
 
 impl LoopProgram {
+    /// The instructions one iteration runs (condition and body), each counted once per 16
+    /// elements it writes, plus one for the iteration itself.
+    pub(crate) fn work_per_iteration(&self) -> u64 {
+        let insts = self.cond.iter().chain(&self.body);
+        let work: usize = insts.map(|i| 1 + self.slots[i.dst()].len / 16).sum();
+        work as u64 + 1
+    }
+
     /// Runs the loop from `state` (the `while` operands), reading captured values through
     /// `outer`; `None` when a value is not the tensor the program was compiled for (the
     /// caller then interprets the loop).

@@ -10,6 +10,10 @@ use oxla_client::layout::{dense_byte_strides, gather_strided, minor_to_major_byt
 use oxla_client::{ClientError, Event, Result, TensorType};
 use pjrt_sys::*;
 
+/// Host arrays up to this many bytes are copied on the calling thread whatever the host
+/// buffer semantics: a copy this size takes a few microseconds, less than waking a worker.
+const COPY_ON_CALLER_BYTES: usize = 64 * 1024;
+
 pub(crate) fn buffer<'a>(ptr: *const PJRT_Buffer) -> Result<&'a BufferHandle> {
     // SAFETY: PJRT callers pass buffers this plugin created and have not destroyed.
     unsafe { convert::handle(ptr, "buffer") }
@@ -110,10 +114,16 @@ entry_point!(
         }
         let ty = TensorType::new(dims.clone(), element_type);
         let device = &device_handle.device;
-        let (buffer, done) = if args.host_buffer_semantics
-            == PJRT_HostBufferSemantics_PJRT_HostBufferSemantics_kImmutableOnlyDuringCall
+        let small = ty
+            .byte_size()
+            .is_some_and(|size| size <= COPY_ON_CALLER_BYTES);
+        let (buffer, done) = if small
+            || args.host_buffer_semantics
+                == PJRT_HostBufferSemantics_PJRT_HostBufferSemantics_kImmutableOnlyDuringCall
         {
-            // The data is only valid during this call: copy it now.
+            // The data is only valid during this call, or so small that copying it costs
+            // less than handing the copy to a worker (and the buffer is ready at once, so a
+            // small program reading it runs on the calling thread too): copy it now.
             // SAFETY: the caller's data holds the array `dims`/`byte_strides` describe.
             let (bytes, base) = unsafe {
                 convert::strided_host(args.data.cast(), &dims, &byte_strides, elem_size)
