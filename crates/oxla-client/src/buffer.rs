@@ -129,6 +129,23 @@ impl Buffer {
         Buffer::from_shared(device, literal.ty, literal.data)
     }
 
+    /// A ready buffer on `device` whose dense bytes `produce` computes now, on the calling
+    /// thread (traced as a transfer like [`Buffer::from_producer`]'s job).
+    pub fn from_host_now(
+        device: &Device,
+        ty: TensorType,
+        produce: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Buffer> {
+        let data = match device.runtime().pool.tracer() {
+            Some(tracer) => {
+                let name = format!("host_to_device {ty} to device {}", device.id());
+                tracer.span("transfer", &name, produce)?
+            }
+            None => produce()?,
+        };
+        Buffer::from_bytes(device, ty, data)
+    }
+
     /// A buffer on `device` whose bytes `produce` computes on the worker pool.
     /// Returns the buffer and an event that is ready once `produce` has returned.
     pub fn from_producer(

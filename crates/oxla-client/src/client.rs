@@ -300,6 +300,17 @@ impl Client {
         Buffer::from_bytes(device, ty, data)
     }
 
+    /// A ready buffer on `device` whose dense bytes `produce` computes on the calling thread.
+    pub fn buffer_from_host_now(
+        &self,
+        device: &Device,
+        ty: TensorType,
+        produce: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Buffer> {
+        self.check_own_device(device)?;
+        Buffer::from_host_now(device, ty, produce)
+    }
+
     /// A buffer on `device` whose dense bytes `produce` computes on the worker pool; the event
     /// is ready once `produce` has returned (the host data is no longer needed).
     pub fn buffer_from_producer(

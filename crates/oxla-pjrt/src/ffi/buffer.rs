@@ -124,12 +124,13 @@ entry_point!(
             // The data is only valid during this call, or so small that copying it costs
             // less than handing the copy to a worker (and the buffer is ready at once, so a
             // small program reading it runs on the calling thread too): copy it now.
-            // SAFETY: the caller's data holds the array `dims`/`byte_strides` describe.
-            let (bytes, base) = unsafe {
-                convert::strided_host(args.data.cast(), &dims, &byte_strides, elem_size)
-            }?;
-            let dense = gather_strided(bytes, base, &dims, &byte_strides, elem_size)?;
-            let buffer = client_handle.client.buffer_from_bytes(device, ty, dense)?;
+            let buffer = client_handle.client.buffer_from_host_now(device, ty, || {
+                // SAFETY: the caller's data holds the array `dims`/`byte_strides` describe.
+                let (bytes, base) = unsafe {
+                    convert::strided_host(args.data.cast(), &dims, &byte_strides, elem_size)
+                }?;
+                gather_strided(bytes, base, &dims, &byte_strides, elem_size)
+            })?;
             (buffer, Event::ready_with(Ok(())))
         } else {
             // The data stays valid until `done_with_host_buffer` fires: copy on a worker.
