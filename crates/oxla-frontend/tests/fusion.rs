@@ -5,8 +5,8 @@
 
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
-    compiled_loops, fused_groups, row_group_programs, row_groups, run_function_cached,
-    run_function_with_options, EvalOptions, PlanCache, SingleDevice,
+    compiled_loops, fused_groups, loop_register_runs, row_group_programs, row_groups,
+    run_function_cached, run_function_with_options, EvalOptions, PlanCache, SingleDevice,
 };
 use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
 use std::path::Path;
@@ -562,6 +562,100 @@ fn small_loops_compile_without_changing_bits() {
         literal(&mut rng, &TensorType::new(vec![4096], ElementType::F32)),
     ];
     assert_fusion_invisible(&module, &args, "interpreted loops");
+}
+
+/// A counted loop over two f32 states of `len` elements whose body is a random chain of the
+/// f32 ops compiled loops evaluate in registers; with `split`, broken in the middle by a
+/// compare and a select (so values cross from one register run to the next, and some are
+/// read after), else one register run iterated in registers (the next states may also be
+/// the current ones, passed through or trading places).
+fn random_loop(rng: &mut Rng, len: usize, split: bool) -> String {
+    const UNARY: [&str; 14] = [
+        "abs",
+        "negate",
+        "sqrt",
+        "rsqrt",
+        "ceil",
+        "floor",
+        "exponential",
+        "exponential_minus_one",
+        "log",
+        "log_plus_one",
+        "logistic",
+        "tanh",
+        "sine",
+        "cosine",
+    ];
+    const BINARY: [&str; 7] = [
+        "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+    ];
+    let t = format!("tensor<{len}xf32>");
+    let mut body = String::new();
+    let mut values = vec!["%a".to_string(), "%b".to_string()];
+    let steps = 6 + rng.below(20);
+    for k in 0..steps {
+        let pick = |rng: &mut Rng, values: &[String]| values[rng.below(values.len())].clone();
+        let v = format!("%v{k}");
+        if split && k == steps / 2 {
+            let (x, y) = (pick(rng, &values), pick(rng, &values));
+            body += &format!(
+                "    %g{k} = stablehlo.compare GT, {x}, {y}, TOTALORDER : ({t}, {t}) -> tensor<{len}xi1>\n"
+            );
+            body +=
+                &format!("    {v} = stablehlo.select %g{k}, {x}, {y} : tensor<{len}xi1>, {t}\n");
+        } else if rng.below(2) == 0 {
+            let op = UNARY[rng.below(UNARY.len())];
+            body += &format!("    {v} = stablehlo.{op} {} : {t}\n", pick(rng, &values));
+        } else {
+            let op = BINARY[rng.below(BINARY.len())];
+            let (x, y) = (pick(rng, &values), pick(rng, &values));
+            body += &format!("    {v} = stablehlo.{op} {x}, {y} : {t}\n");
+        }
+        values.push(v);
+    }
+    let first = values[values.len() - 1].clone();
+    let second = if split {
+        values[2 + rng.below(steps)].clone()
+    } else {
+        values[rng.below(values.len())].clone()
+    };
+    format!(
+        "func.func @main(%x: {t}, %y: {t}) -> ({t}, {t}) {{
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %lim = stablehlo.constant dense<3> : tensor<i32>
+  %r:3 = stablehlo.while(%i = %c0, %a = %x, %b = %y) : tensor<i32>, {t}, {t}
+  cond {{
+    %p = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+{body}    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j, {first}, {second} : tensor<i32>, {t}, {t}
+  }}
+  return %r#1, %r#2 : {t}, {t}
+}}
+"
+    )
+}
+
+#[test]
+fn register_runs_in_compiled_loops_compute_the_interpreters_bits() {
+    let mut rng = Rng(11);
+    let mut runs = 0;
+    // Lengths below, at, between and past whole chunks of 16.
+    for len in [1, 3, 16, 37, 100, 1024] {
+        for k in 0..24 {
+            let text = random_loop(&mut rng, len, k % 2 == 0);
+            let module = parse_text(&text).expect("parses");
+            assert_eq!(compiled_loops(&module, "main"), vec![true], "{text}");
+            runs += loop_register_runs(&module, "main")[0];
+            let ty = TensorType::new(vec![len as i64], ElementType::F32);
+            let args = [literal(&mut rng, &ty), literal(&mut rng, &ty)];
+            assert_fusion_invisible(&module, &args, &text);
+        }
+    }
+    // Split bodies mostly hold two runs (before and after the select), the others one.
+    assert!(runs > 6 * 24, "only {runs} register runs");
 }
 
 #[test]

@@ -20,8 +20,8 @@
 //! where the function is odd, `sin`/`cos` of ±inf is NaN.
 //! `logistic` is `1 / (1 + exp(-x))` evaluated in f64, so for `x` below about -88.7 it
 //! returns the denormal result instead of the 0 of the same expression in f32.
-//! `sin` and `cos` reduce arguments up to [`TRIG_LIMIT`] in magnitude here; a block of
-//! elements holding a larger (or non-finite) argument goes to the f32 library functions.
+//! `sin` and `cos` reduce arguments up to [`TRIG_LIMIT`] in magnitude here; a larger (or
+//! non-finite) argument goes to the f32 library functions.
 
 use crate::OpKind;
 
@@ -241,7 +241,7 @@ fn reduce_pio2(x: f64) -> (f64, u64) {
 
 /// `sin(x)` for `|x| <= TRIG_LIMIT`.
 #[inline(always)]
-fn sin_reduced(x: f32) -> f32 {
+pub(crate) fn sin_reduced(x: f32) -> f32 {
     let (r, q) = reduce_pio2(x as f64);
     let (s, c) = sin_cos_small(r);
     let v = if q & 1 == 0 { s } else { c };
@@ -250,27 +250,54 @@ fn sin_reduced(x: f32) -> f32 {
 
 /// `cos(x)` for `|x| <= TRIG_LIMIT`.
 #[inline(always)]
-fn cos_reduced(x: f32) -> f32 {
+pub(crate) fn cos_reduced(x: f32) -> f32 {
     let (r, q) = reduce_pio2(x as f64);
     let (s, c) = sin_cos_small(r);
     let v = if q & 1 == 0 { c } else { s };
     (if (q + 1) & 2 == 0 { v } else { -v }) as f32
 }
 
-/// Applies `f` to every element in blocks that vectorize, sending a block that holds an
-/// argument beyond `TRIG_LIMIT` (or NaN) to `slow` element by element.
-fn each_trig(v: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32, slow: impl Fn(f32) -> f32) {
+/// `sin(x)`: reduced here up to [`TRIG_LIMIT`], the f32 library function beyond (and for
+/// NaN), element by element.
+#[inline(always)]
+pub(crate) fn sin(x: f32) -> f32 {
+    if x.abs() <= TRIG_LIMIT {
+        sin_reduced(x)
+    } else {
+        x.sin()
+    }
+}
+
+/// `cos(x)`, split like [`sin`].
+#[inline(always)]
+pub(crate) fn cos(x: f32) -> f32 {
+    if x.abs() <= TRIG_LIMIT {
+        cos_reduced(x)
+    } else {
+        x.cos()
+    }
+}
+
+/// Applies `f` (one of [`sin`], [`cos`]) to every element: blocks whose arguments are all
+/// within [`TRIG_LIMIT`] take `reduced`, a loop that vectorizes; the others go element by
+/// element, so each element's result depends on it alone.
+fn each_trig(v: &[f32], out: &mut [f32], reduced: impl Fn(f32) -> f32, f: impl Fn(f32) -> f32) {
     const BLOCK: usize = 64;
     for (o, x) in out.chunks_mut(BLOCK).zip(v.chunks(BLOCK)) {
-        let in_range = x.iter().fold(true, |ok, &e| ok & (e.abs() <= TRIG_LIMIT));
-        if in_range {
-            oxla_simd::map(x, o, &f);
+        if all_reducible(x) {
+            oxla_simd::map(x, o, &reduced);
         } else {
             for (o, &e) in o.iter_mut().zip(x) {
-                *o = slow(e);
+                *o = f(e);
             }
         }
     }
+}
+
+/// Whether every argument in `x` is within [`TRIG_LIMIT`] (none is NaN).
+#[inline(always)]
+pub(crate) fn all_reducible(x: &[f32]) -> bool {
+    x.iter().fold(true, |ok, &e| ok & (e.abs() <= TRIG_LIMIT))
 }
 
 /// `out[i] = f(v[i])` on the widest vectors the CPU has.
@@ -289,8 +316,8 @@ pub(crate) fn map_f32(v: &[f32], out: &mut [f32], kind: &OpKind) -> bool {
         K::LogPlusOne => each(v, out, ln_1p),
         K::Logistic => each(v, out, logistic),
         K::Tanh => each(v, out, tanh),
-        K::Sine => each_trig(v, out, sin_reduced, |x| x.sin()),
-        K::Cosine => each_trig(v, out, cos_reduced, |x| x.cos()),
+        K::Sine => each_trig(v, out, sin_reduced, sin),
+        K::Cosine => each_trig(v, out, cos_reduced, cos),
         _ => return false,
     }
     true
@@ -299,24 +326,6 @@ pub(crate) fn map_f32(v: &[f32], out: &mut [f32], kind: &OpKind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `sin(x)`.
-    fn sin(x: f32) -> f32 {
-        if x.abs() <= TRIG_LIMIT {
-            sin_reduced(x)
-        } else {
-            x.sin()
-        }
-    }
-
-    /// `cos(x)`.
-    fn cos(x: f32) -> f32 {
-        if x.abs() <= TRIG_LIMIT {
-            cos_reduced(x)
-        } else {
-            x.cos()
-        }
-    }
 
     /// Distance in f32 ulps between `got` and the f64 reference `want`; 0 when both are
     /// NaN or equal (including infinities of the same sign).

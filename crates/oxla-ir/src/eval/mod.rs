@@ -21,6 +21,7 @@ mod floatfmt;
 mod fused;
 mod gemm;
 mod host;
+mod lane_group;
 mod reduce;
 mod shape;
 mod slab_program;
@@ -260,11 +261,26 @@ pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
         .collect()
 }
 
+/// For each `while` in the body of function `name`, how many runs of f32 instructions its
+/// register program evaluates chunk by chunk in registers (0 for a loop that does not compile).
+pub fn loop_register_runs(module: &Module, name: &str) -> Vec<usize> {
+    let Some(func) = module.function(name) else {
+        return Vec::new();
+    };
+    func.body
+        .blocks
+        .iter()
+        .flat_map(|b| &b.ops)
+        .filter(|op| op.kind == OpKind::While)
+        .map(|op| small_loop::compile(module, func, op).map_or(0, |p| p.register_runs()))
+        .collect()
+}
+
 /// The work of one run of `op` (a `while` of `func`) when it compiles to a register
 /// program and its trip count is known before it runs: instructions executed, each
 /// counted once per 16 elements it covers. `None` for any other loop.
 pub fn counted_loop_work(module: &Module, func: &Function, op: &Op) -> Option<u64> {
-    let trips = trip_count::static_trip_count(func, op)?;
+    let trips = trip_count::counted_loop(func, op)?.trips;
     let program = small_loop::compile(module, func, op)?;
     Some(trips.saturating_mul(program.work_per_iteration()))
 }

@@ -15,6 +15,8 @@
 //! interpreter.
 
 use super::elementwise::{compare_bytes, is_binary, is_unary, ordering_matches, zip_bytes, Float};
+use super::lane_group::{Block, Carried, GroupBuilder, Lane, LaneGroup};
+use super::trip_count::{self, CountedLoop};
 use super::typed::Plain;
 use super::Value;
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -37,7 +39,7 @@ fn slot_type(et: ElementType) -> bool {
     )
 }
 
-/// One slot: a value's type and its bytes, in 8-byte words so every typed view is aligned.
+/// One slot: a value's type and its bytes (held in cache-line [`Block`]s).
 #[derive(Clone, Debug)]
 struct Slot {
     ty: TensorType,
@@ -59,6 +61,15 @@ enum Inst {
 }
 
 impl Inst {
+    /// The slots the instruction reads.
+    fn sources(&self) -> Vec<usize> {
+        match self {
+            Inst::Unary(_, a, _) | Inst::Fill(a, _) => vec![*a],
+            Inst::Binary(_, a, b, _) | Inst::Compare(_, _, _, a, b, _) => vec![*a, *b],
+            Inst::Select(p, t, f, _) => vec![*p, *t, *f],
+        }
+    }
+
     /// The slot the instruction writes.
     fn dst(&self) -> usize {
         match self {
@@ -82,6 +93,8 @@ enum Fast {
     Int32(Arith, usize, usize, usize, usize),
     /// A compare of one signed 32-bit integer with another.
     CmpS32(ComparisonDirection, usize, usize, usize),
+    /// Group `g` of the program's [`LaneGroup`]s: a run of f32 elementwise instructions.
+    Lanes(usize),
     /// Instruction `k` of the list, run through [`LoopProgram::exec`].
     Generic(usize),
 }
@@ -95,43 +108,91 @@ enum Arith {
     Divide,
 }
 
-/// The [`Fast`] form of each of `insts`, over `slots`.
-fn specialize(insts: &[Inst], slots: &[Slot]) -> Vec<Fast> {
+/// The [`Fast`] form of `insts` over `slots`: runs of f32 elementwise instructions over one
+/// length become [`LaneGroup`]s (added to `groups`), storing the values `needed` says are
+/// read elsewhere; every other instruction gets its own form.
+fn specialize(
+    insts: &[Inst],
+    slots: &[Slot],
+    needed: &dyn Fn(usize, &[usize]) -> bool,
+    groups: &mut Vec<LaneGroup>,
+) -> Vec<Fast> {
+    let mut out = Vec::new();
+    // The open group and the instructions in it.
+    let mut open: Option<(GroupBuilder, Vec<usize>)> = None;
+    let mut close = |open: &mut Option<(GroupBuilder, Vec<usize>)>, out: &mut Vec<Fast>| {
+        if let Some((builder, members)) = open.take() {
+            if members.len() == 1 {
+                out.push(specialize_one(insts, members[0], slots));
+            } else {
+                groups.push(builder.finish(|s| needed(s, &members)));
+                out.push(Fast::Lanes(groups.len() - 1));
+            }
+        }
+    };
+    for (k, inst) in insts.iter().enumerate() {
+        let lane = match inst {
+            Inst::Unary(kind, a, d) => Some((kind, vec![*a], *d)),
+            Inst::Binary(kind, a, b, d) => Some((kind, vec![*a, *b], *d)),
+            _ => None,
+        }
+        .filter(|(_, _, d)| slots[*d].et == ElementType::F32);
+        let Some((kind, sources, dst)) = lane else {
+            close(&mut open, &mut out);
+            out.push(specialize_one(insts, k, slots));
+            continue;
+        };
+        let operands: Vec<(usize, usize)> = sources.iter().map(|&s| (s, slots[s].len)).collect();
+        let len = slots[dst].len;
+        if let Some((builder, members)) = open.as_mut() {
+            if builder.len() == len && builder.push(kind, &operands, dst) {
+                members.push(k);
+                continue;
+            }
+            close(&mut open, &mut out);
+        }
+        let mut builder = GroupBuilder::new(len);
+        if builder.push(kind, &operands, dst) {
+            open = Some((builder, vec![k]));
+        } else {
+            out.push(specialize_one(insts, k, slots));
+        }
+    }
+    close(&mut open, &mut out);
+    out
+}
+
+/// The [`Fast`] form of instruction `k` of `insts`, over `slots`.
+fn specialize_one(insts: &[Inst], k: usize, slots: &[Slot]) -> Fast {
     use ElementType as E;
-    insts
-        .iter()
-        .enumerate()
-        .map(|(k, inst)| {
-            let generic = Fast::Generic(k);
-            match inst {
-                Inst::Binary(kind, a, b, d) => {
-                    let n = slots[*d].len;
-                    if slots[*a].len != n || slots[*b].len != n {
-                        return generic;
-                    }
-                    let op = match kind {
-                        OpKind::Add => Arith::Add,
-                        OpKind::Subtract => Arith::Subtract,
-                        OpKind::Multiply => Arith::Multiply,
-                        OpKind::Divide => Arith::Divide,
-                        _ => return generic,
-                    };
-                    match (slots[*d].et, op) {
-                        (E::F32, _) => Fast::F32(op, *a, *b, *d, n),
-                        (E::S32 | E::U32, Arith::Divide) => generic,
-                        (E::S32 | E::U32, _) => Fast::Int32(op, *a, *b, *d, n),
-                        _ => generic,
-                    }
-                }
-                Inst::Compare(dir, _, E::S32, a, b, d)
-                    if slots[*a].len == 1 && slots[*b].len == 1 && slots[*d].len == 1 =>
-                {
-                    Fast::CmpS32(*dir, *a, *b, *d)
-                }
+    let generic = Fast::Generic(k);
+    match &insts[k] {
+        Inst::Binary(kind, a, b, d) => {
+            let n = slots[*d].len;
+            if slots[*a].len != n || slots[*b].len != n {
+                return generic;
+            }
+            let op = match kind {
+                OpKind::Add => Arith::Add,
+                OpKind::Subtract => Arith::Subtract,
+                OpKind::Multiply => Arith::Multiply,
+                OpKind::Divide => Arith::Divide,
+                _ => return generic,
+            };
+            match (slots[*d].et, op) {
+                (E::F32, _) => Fast::F32(op, *a, *b, *d, n),
+                (E::S32 | E::U32, Arith::Divide) => generic,
+                (E::S32 | E::U32, _) => Fast::Int32(op, *a, *b, *d, n),
                 _ => generic,
             }
-        })
-        .collect()
+        }
+        Inst::Compare(dir, _, E::S32, a, b, d)
+            if slots[*a].len == 1 && slots[*b].len == 1 && slots[*d].len == 1 =>
+        {
+            Fast::CmpS32(*dir, *a, *b, *d)
+        }
+        _ => generic,
+    }
 }
 
 /// A compiled `while`.
@@ -148,6 +209,11 @@ pub(crate) struct LoopProgram {
     cond_result: usize,
     body: Vec<Inst>,
     body_fast: Vec<Fast>,
+    /// The register runs [`Fast::Lanes`] name, and the registers the largest needs.
+    groups: Vec<LaneGroup>,
+    registers: usize,
+    /// Set when the whole loop runs as one register run iterated in registers.
+    counted: Option<CountedRun>,
     /// Per loop-carried value whose new value is another state slot, a value computed
     /// before the loop or one returned twice: (result slot, state slot), copied.
     copied: Vec<(usize, usize)>,
@@ -159,6 +225,70 @@ pub(crate) struct LoopProgram {
     /// Values of the enclosing function the regions read (hoisted constants, say), with
     /// their slots: filled once before the first iteration.
     captures: Vec<(ValueId, usize)>,
+}
+
+/// A counted loop whose body is one register run and the counter's step: it runs chunk by
+/// chunk with its carried values in registers ([`LaneGroup::run_counted`]).
+#[derive(Debug)]
+struct CountedRun {
+    group: usize,
+    trips: u64,
+    carried: Vec<Carried>,
+    /// The counter's slot and the bytes of its final value.
+    counter: (usize, Vec<u8>),
+}
+
+/// The [`CountedRun`] of a loop of `counted` trips with carried `state` slots, whose body
+/// computes `body_results` by `body_fast` (over `body`), when the body is one register run
+/// and the counter's step.
+fn counted_run(
+    counted: CountedLoop,
+    state: &[usize],
+    body_results: &[usize],
+    (body, body_fast): (&[Inst], &[Fast]),
+    groups: &[LaneGroup],
+    slots: &[Slot],
+) -> Option<CountedRun> {
+    let ci = counted.counter;
+    let (g, step) = match body_fast {
+        [Fast::Lanes(g), step] | [step, Fast::Lanes(g)] if !matches!(step, Fast::Lanes(_)) => {
+            (*g, *step)
+        }
+        _ => return None,
+    };
+    let step_dst = match step {
+        Fast::Int32(_, _, _, d, _) => d,
+        Fast::Generic(k) => body.get(k)?.dst(),
+        _ => return None,
+    };
+    if step_dst != *body_results.get(ci)? {
+        return None;
+    }
+    let group = &groups[g];
+    let mut carried = Vec::new();
+    for (k, (&slot, &next)) in state.iter().zip(body_results).enumerate() {
+        if k == ci || next == slot {
+            continue;
+        }
+        let s = &slots[slot];
+        if s.et != ElementType::F32 || s.len != group.len() {
+            return None;
+        }
+        carried.push(Carried {
+            state: group.loads(slot).then(|| group.register_of(slot)).flatten(),
+            next: group.register_of(next)?,
+            slot,
+        });
+    }
+    let counter = state[ci];
+    let size = slots[counter].bytes;
+    let end = counted.end.to_le_bytes().get(..size)?.to_vec();
+    Some(CountedRun {
+        group: g,
+        trips: counted.trips,
+        carried,
+        counter: (counter, end),
+    })
 }
 
 /// Builds a [`LoopProgram`].
@@ -417,9 +547,44 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
                 && body_results.iter().filter(|&&w| w == r).count() == 1
                 && !state.contains(&r)
         });
+    // A value a group computes is stored when anything outside the group reads it: another
+    // instruction of either region, the condition's result, or the loop's next state.
+    let mut reads = vec![0usize; b.slots.len()];
+    for inst in cond_insts.iter().chain(&body_insts) {
+        for s in inst.sources() {
+            reads[s] += 1;
+        }
+    }
+    let needed = |slot: usize, members: &[usize]| {
+        let inside: usize = members
+            .iter()
+            .map(|&k| {
+                body_insts[k]
+                    .sources()
+                    .iter()
+                    .filter(|&&s| s == slot)
+                    .count()
+            })
+            .sum();
+        reads[slot] > inside || slot == *cond_result || body_results.contains(&slot)
+    };
+    // Only the body's instructions are grouped (the condition is a counter's compare).
+    let mut groups = Vec::new();
+    let body_fast = specialize(&body_insts, &b.slots, &needed, &mut groups);
+    let cond_fast = (0..cond_insts.len())
+        .map(|k| specialize_one(&cond_insts, k, &b.slots))
+        .collect();
+    let registers = groups.iter().map(LaneGroup::registers).max().unwrap_or(0);
+    let counted = trip_count::counted_loop(func, op).and_then(|counted| {
+        let body = (body_insts.as_slice(), body_fast.as_slice());
+        counted_run(counted, &state, &body_results, body, &groups, &b.slots)
+    });
     Some(LoopProgram {
-        cond_fast: specialize(&cond_insts, &b.slots),
-        body_fast: specialize(&body_insts, &b.slots),
+        counted,
+        cond_fast,
+        body_fast,
+        groups,
+        registers,
         slots: b.slots,
         fixed: b.fixed,
         hoisted: b.hoisted,
@@ -434,31 +599,37 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
 }
 
 /// The bytes of one slot.
-fn bytes(words: &[u64], n: usize) -> &[u8] {
+fn bytes(words: &[Block], n: usize) -> &[u8] {
     &bytemuck::cast_slice(words)[..n]
 }
 
-fn bytes_mut(words: &mut [u64], n: usize) -> &mut [u8] {
+fn bytes_mut(words: &mut [Block], n: usize) -> &mut [u8] {
     &mut bytemuck::cast_slice_mut(words)[..n]
 }
 
 /// The bytes of slot `s` in `mem`.
-fn slot_bytes<'a>(mem: &'a [Vec<u64>], slots: &[Slot], s: usize) -> &'a [u8] {
+fn slot_bytes<'a>(mem: &'a [Vec<Block>], slots: &[Slot], s: usize) -> &'a [u8] {
     bytes(&mem[s], slots[s].bytes)
 }
 
 /// The elements of a slot as `T`.
-fn view<T: Plain>(words: &[u64], len: usize) -> &[T] {
+fn view<T: Plain>(words: &[Block], len: usize) -> &[T] {
     &bytemuck::cast_slice(words)[..len]
 }
 
-fn view_mut<T: Plain>(words: &mut [u64], len: usize) -> &mut [T] {
+fn view_mut<T: Plain>(words: &mut [Block], len: usize) -> &mut [T] {
     &mut bytemuck::cast_slice_mut(words)[..len]
 }
 
 /// `out[i] = f(a[i], b[i])` for the first `len` elements of three slots viewed as `T`.
 #[inline(always)]
-fn zip_words<T: Plain>(f: impl Fn(T, T) -> T, a: &[u64], b: &[u64], out: &mut [u64], len: usize) {
+fn zip_words<T: Plain>(
+    f: impl Fn(T, T) -> T,
+    a: &[Block],
+    b: &[Block],
+    out: &mut [Block],
+    len: usize,
+) {
     let (a, b) = (view::<T>(a, len), view::<T>(b, len));
     for ((o, &x), &y) in view_mut::<T>(out, len).iter_mut().zip(a).zip(b) {
         *o = f(x, y);
@@ -472,9 +643,9 @@ fn zip_words<T: Plain>(f: impl Fn(T, T) -> T, a: &[u64], b: &[u64], out: &mut [u
 fn arithmetic(
     et: ElementType,
     kind: &OpKind,
-    a: &[u64],
-    b: &[u64],
-    out: &mut [u64],
+    a: &[Block],
+    b: &[Block],
+    out: &mut [Block],
     len: usize,
 ) -> bool {
     use ElementType as E;
@@ -504,16 +675,16 @@ fn arithmetic(
 fn int_compare(
     et: ElementType,
     dir: ComparisonDirection,
-    a: &[u64],
-    b: &[u64],
-    out: &mut [u64],
+    a: &[Block],
+    b: &[Block],
+    out: &mut [Block],
     len: usize,
 ) -> bool {
     fn go<T: Plain + Ord>(
         dir: ComparisonDirection,
-        a: &[u64],
-        b: &[u64],
-        out: &mut [u64],
+        a: &[Block],
+        b: &[Block],
+        out: &mut [Block],
         len: usize,
     ) {
         let (a, b) = (view::<T>(a, len), view::<T>(b, len));
@@ -533,6 +704,11 @@ fn int_compare(
 }
 
 impl LoopProgram {
+    /// How many runs of f32 instructions the loop evaluates in registers.
+    pub(crate) fn register_runs(&self) -> usize {
+        self.groups.len()
+    }
+
     /// The instructions one iteration runs (condition and body), each counted once per 16
     /// elements it writes, plus one for the iteration itself.
     pub(crate) fn work_per_iteration(&self) -> u64 {
@@ -549,11 +725,14 @@ impl LoopProgram {
         state: &[Value],
         outer: impl Fn(ValueId) -> Option<&'v Value>,
     ) -> Option<Result<Vec<Value>, IrError>> {
-        let mut mem: Vec<Vec<u64>> = self
+        // Every slot is padded with zeros to whole cache-line blocks, whole chunks for the
+        // register runs.
+        let mut mem: Vec<Vec<Block>> = self
             .slots
             .iter()
-            .map(|s| vec![0u64; s.bytes.div_ceil(8)])
+            .map(|s| vec![Block::default(); s.bytes.div_ceil(std::mem::size_of::<Block>())])
             .collect();
+        let mut regs: Vec<Lane> = vec![Lane::default(); self.registers];
         let captured = self.captures.iter().map(|&(v, s)| (outer(v), s));
         let carried = state.iter().map(Some).zip(self.state.iter().copied());
         for (value, s) in carried.chain(captured) {
@@ -572,20 +751,33 @@ impl LoopProgram {
         for inst in &self.hoisted {
             self.exec(inst, &mut mem);
         }
-        let mut carried: Vec<Vec<u64>> = self
+        let mut carried: Vec<Vec<Block>> = self
             .copied
             .iter()
-            .map(|&(_, s)| vec![0u64; mem[s].len()])
+            .map(|&(_, s)| vec![Block::default(); mem[s].len()])
             .collect();
-        loop {
+        if let Some(counted) = &self.counted {
+            let mut next = vec![Lane::default(); counted.carried.len()];
+            let group = &self.groups[counted.group];
+            group.run_counted(
+                counted.trips,
+                &counted.carried,
+                &mut mem,
+                &mut regs,
+                &mut next,
+            );
+            let (slot, end) = &counted.counter;
+            bytes_mut(&mut mem[*slot], end.len()).copy_from_slice(end);
+        }
+        while self.counted.is_none() {
             for fast in &self.cond_fast {
-                self.exec_fast(*fast, &self.cond, &mut mem);
+                self.exec_fast(*fast, &self.cond, &mut mem, &mut regs);
             }
             if bytes(&mem[self.cond_result], 1)[0] == 0 {
                 break;
             }
             for fast in &self.body_fast {
-                self.exec_fast(*fast, &self.body, &mut mem);
+                self.exec_fast(*fast, &self.body, &mut mem, &mut regs);
             }
             // Results may be other state slots: read them all before writing any. A
             // result the body computes afresh trades places with its state slot (the
@@ -614,11 +806,11 @@ impl LoopProgram {
 
     /// Runs one instruction of `insts` in its [`Fast`] form (the same bits as
     /// [`LoopProgram::exec`]).
-    fn exec_fast(&self, fast: Fast, insts: &[Inst], mem: &mut [Vec<u64>]) {
+    fn exec_fast(&self, fast: Fast, insts: &[Inst], mem: &mut [Vec<Block>], regs: &mut [Lane]) {
         fn go<T: Plain>(
             f: impl Fn(T, T) -> T,
             (a, b, d, n): (usize, usize, usize, usize),
-            mem: &mut [Vec<u64>],
+            mem: &mut [Vec<Block>],
         ) {
             let mut out = std::mem::take(&mut mem[d]);
             zip_words(f, &mem[a], &mem[b], &mut out, n);
@@ -642,12 +834,13 @@ impl LoopProgram {
                 let (x, y) = (view::<i32>(&mem[a], 1)[0], view::<i32>(&mem[b], 1)[0]);
                 bytes_mut(&mut mem[d], 1)[0] = u8::from(ordering_matches(dir, Some(x.cmp(&y))));
             }
+            Fast::Lanes(g) => self.groups[g].run(mem, regs),
             Fast::Generic(k) => self.exec(&insts[k], mem),
         }
     }
 
     /// Runs one instruction. Its destination is never one of its sources (SSA).
-    fn exec(&self, inst: &Inst, mem: &mut [Vec<u64>]) {
+    fn exec(&self, inst: &Inst, mem: &mut [Vec<Block>]) {
         let dst = inst.dst();
         let mut out = std::mem::take(&mut mem[dst]);
         let o = &self.slots[dst];

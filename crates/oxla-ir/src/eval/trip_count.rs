@@ -9,9 +9,21 @@
 use crate::attrs::ComparisonDirection;
 use crate::{Attribute, ElementType, Function, Op, OpKind, Type, ValueId};
 
-/// How many times the body of `op` (a `while` of `func`) runs, when its condition is a
-/// counter compared with a constant bound and its body steps the counter by a constant.
-pub(crate) fn static_trip_count(func: &Function, op: &Op) -> Option<u64> {
+/// A `while` whose trip count is known before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CountedLoop {
+    /// How many times the body runs.
+    pub trips: u64,
+    /// The position of the counter among the loop-carried values.
+    pub counter: usize,
+    /// The counter's final value (the first that fails the condition, or its start when
+    /// the body never runs).
+    pub end: i128,
+}
+
+/// The trip count of `op` (a `while` of `func`) when its condition is a counter compared
+/// with a constant bound and its body steps the counter by a constant.
+pub(crate) fn counted_loop(func: &Function, op: &Op) -> Option<CountedLoop> {
     let [cond, body] = op.regions.as_slice() else {
         return None;
     };
@@ -56,7 +68,12 @@ pub(crate) fn static_trip_count(func: &Function, op: &Op) -> Option<u64> {
         }
         _ => return None,
     };
-    count(start, bound, step, dir, et)
+    let (trips, end) = count(start, bound, step, dir, et)?;
+    Some(CountedLoop {
+        trips,
+        counter: index,
+        end,
+    })
 }
 
 /// The direction of `b DIR a` given `a DIR b`.
@@ -135,8 +152,8 @@ fn find_def(region: &crate::Region, v: ValueId) -> Option<&Op> {
     })
 }
 
-/// Iterations of `for (i = start; i DIR bound; i += step)` over integers of type `et`;
-/// `None` when the counter would wrap (the loop's length then depends on overflow) or the
+/// Iterations of `for (i = start; i DIR bound; i += step)` over integers of type `et`, and
+/// the counter's final value; `None` when the counter would wrap (the loop's length then depends on overflow) or the
 /// direction is not an ordering.
 fn count(
     start: i128,
@@ -144,7 +161,7 @@ fn count(
     step: i128,
     dir: ComparisonDirection,
     et: ElementType,
-) -> Option<u64> {
+) -> Option<(u64, i128)> {
     use ComparisonDirection as D;
     let bits = 8 * et.byte_size() as u32;
     let (min, max) = if signedness(et)? {
@@ -163,7 +180,7 @@ fn count(
     };
     let trips = if up {
         if start >= last_exclusive {
-            return Some(0);
+            return Some((0, start));
         }
         if step <= 0 {
             return None;
@@ -171,7 +188,7 @@ fn count(
         (last_exclusive - start + step - 1) / step
     } else {
         if start <= last_exclusive {
-            return Some(0);
+            return Some((0, start));
         }
         if step >= 0 {
             return None;
@@ -183,7 +200,7 @@ fn count(
     if end < min || end > max {
         return None;
     }
-    u64::try_from(trips).ok()
+    Some((u64::try_from(trips).ok()?, end))
 }
 
 #[cfg(test)]
@@ -194,19 +211,19 @@ mod tests {
 
     #[test]
     fn counted_ranges() {
-        assert_eq!(count(0, 1000, 1, D::Lt, E::S32), Some(1000));
-        assert_eq!(count(0, 1000, 1, D::Le, E::S32), Some(1001));
-        assert_eq!(count(0, 10, 3, D::Lt, E::S32), Some(4));
-        assert_eq!(count(5, 5, 1, D::Lt, E::S32), Some(0));
-        assert_eq!(count(10, 0, -2, D::Gt, E::S64), Some(5));
-        assert_eq!(count(10, 0, -2, D::Ge, E::S64), Some(6));
+        assert_eq!(count(0, 1000, 1, D::Lt, E::S32), Some((1000, 1000)));
+        assert_eq!(count(0, 1000, 1, D::Le, E::S32), Some((1001, 1001)));
+        assert_eq!(count(0, 10, 3, D::Lt, E::S32), Some((4, 12)));
+        assert_eq!(count(5, 5, 1, D::Lt, E::S32), Some((0, 5)));
+        assert_eq!(count(10, 0, -2, D::Gt, E::S64), Some((5, 0)));
+        assert_eq!(count(10, 0, -2, D::Ge, E::S64), Some((6, -2)));
         // Steps away from the bound never end.
         assert_eq!(count(0, 10, -1, D::Lt, E::S32), None);
         assert_eq!(count(0, 10, 0, D::Lt, E::S32), None);
         // A counter that would wrap past the type's maximum.
         assert_eq!(count(0, i32::MAX as i128, 2, D::Le, E::S32), None);
         assert_eq!(count(250, 255, 1, D::Le, E::U8), None);
-        assert_eq!(count(250, 255, 1, D::Lt, E::U8), Some(5));
+        assert_eq!(count(250, 255, 1, D::Lt, E::U8), Some((5, 255)));
         assert_eq!(count(0, 10, 1, D::Ne, E::S32), None);
     }
 }
