@@ -279,6 +279,69 @@ fn random_elementwise_programs_fuse_without_changing_bits() {
     );
 }
 
+/// A chain of `+ - * / max min` where each op reads the previous result (as its first
+/// operand, its second, or both) and, for the other operand, an argument, a broadcast row,
+/// a per-row value or a scalar: the shape fused pairs run in one pass.
+fn arithmetic_chain(rng: &mut Rng, shape: &[i64]) -> String {
+    let t = format!("tensor<{}f32>", shape_text(shape));
+    let rank = shape.len();
+    let row = format!("tensor<{}xf32>", shape[rank - 1]);
+    let col = format!("tensor<{}xf32>", shape[0]);
+    let mut body = String::new();
+    body += &format!(
+        "    %row = stablehlo.broadcast_in_dim %r, dims = [{}] : ({row}) -> {t}\n",
+        rank - 1
+    );
+    body += &format!("    %col = stablehlo.broadcast_in_dim %c, dims = [0] : ({col}) -> {t}\n");
+    body +=
+        &format!("    %one = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> {t}\n");
+    let others = ["%a", "%b", "%row", "%col", "%one"];
+    let kinds = [
+        "add", "subtract", "multiply", "divide", "maximum", "minimum",
+    ];
+    let mut prev = "%a".to_string();
+    for k in 0..2 + rng.below(6) {
+        let kind = kinds[rng.below(kinds.len())];
+        let other = others[rng.below(others.len())];
+        let (x, y) = match rng.below(3) {
+            0 => (prev.as_str(), other),
+            1 => (other, prev.as_str()),
+            _ => (prev.as_str(), prev.as_str()),
+        };
+        body += &format!("    %v{k} = stablehlo.{kind} {x}, {y} : {t}\n");
+        prev = format!("%v{k}");
+    }
+    format!(
+        "func.func @main(%a: {t}, %b: {t}, %r: {row}, %c: {col}, %s: tensor<f32>) -> {t} {{\n{body}    return {prev} : {t}\n}}\n"
+    )
+}
+
+#[test]
+fn arithmetic_chains_run_in_pairs_without_changing_bits() {
+    let shapes: [&[i64]; 4] = [&[7, 5], &[3, 1037], &[40, 1024], &[2, 3, 20]];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..300 {
+        let shape = shapes[case % shapes.len()];
+        let text = arithmetic_chain(&mut rng, shape);
+        let module = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(
+            !fused_groups(&module, "main").is_empty(),
+            "case {case} did not fuse:\n{text}"
+        );
+        let func = module.function("main").expect("main");
+        let args: Vec<Literal> = func
+            .ty
+            .inputs
+            .iter()
+            .map(|ty| match ty {
+                Type::Tensor(t) => literal(&mut rng, t),
+                other => panic!("unexpected argument type {other}"),
+            })
+            .collect();
+        assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
+    }
+}
+
 #[test]
 fn softmax_fuses_into_one_group_per_shape() {
     // jax.nn.softmax over the last axis, as JAX lowers it.

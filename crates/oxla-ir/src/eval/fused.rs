@@ -15,6 +15,7 @@
 
 use super::context::{extents, strides, OpCx};
 use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Float};
+use super::pair;
 use super::threads;
 use super::typed;
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -324,6 +325,8 @@ pub(crate) struct FusedKernel {
     /// Per instruction: the output it may write straight into the caller's memory (an f32
     /// output whose register no later instruction reads), skipping the register.
     direct: Vec<Option<usize>>,
+    /// Per instruction: whether it runs in one pass with the next (see [`super::pair`]).
+    pairs: Vec<bool>,
 }
 
 impl FusedKernel {
@@ -416,6 +419,7 @@ impl FusedKernel {
             input_values: Vec::new(),
             input_slot: Vec::new(),
             direct: Vec::new(),
+            pairs: Vec::new(),
         };
         for input in &kernel.inputs {
             let slot = match kernel.input_values.iter().position(|&v| v == input.value) {
@@ -429,6 +433,8 @@ impl FusedKernel {
         }
         kernel.pack_registers();
         kernel.direct = kernel.direct_outputs();
+        let output_regs: Vec<usize> = kernel.outputs.iter().map(|&(_, r, _)| r).collect();
+        kernel.pairs = pair::find_pairs(&kernel.insts, &output_regs);
         Some(kernel)
     }
 
@@ -656,6 +662,72 @@ impl FusedKernel {
         });
     }
 
+    /// Runs instructions `i` and `i + 1` (a pair, see [`super::pair`]) over one tile in one
+    /// pass, writing the second one's register or its output. False (nothing written) when
+    /// an operand is the second one's register holding a tile: it cannot be read while it
+    /// is written.
+    #[allow(clippy::too_many_arguments)]
+    fn run_pair(
+        &self,
+        i: usize,
+        views: &[View<'_>],
+        regs: &mut [f32],
+        width: usize,
+        len: usize,
+        off: usize,
+        outs: &mut [&mut [u8]],
+        direct_done: &mut [bool],
+    ) -> bool {
+        let (Some((first, dst)), Some((second, fin))) = (self.insts.get(i), self.insts.get(i + 1))
+        else {
+            return false;
+        };
+        let (Inst::Binary(k1, a, b), Inst::Binary(k2, ..)) = (first, second) else {
+            return false;
+        };
+        let (Some(k1), Some(k2), Some((feed, other))) = (
+            BinaryKind::of(k1),
+            BinaryKind::of(k2),
+            pair::feed(second, *dst),
+        ) else {
+            return false;
+        };
+        let fin = *fin;
+        let (below, rest) = regs.split_at_mut(fin * width);
+        let (reg_out, above) = rest.split_at_mut(width);
+        let (below, above) = (&*below, &*above);
+        let operand = |r: usize| match views[r] {
+            View::Slice(v) => Some(pair::Operand::Slice(v)),
+            View::Splat(v) => Some(pair::Operand::Splat(v)),
+            View::Tile if r < fin => Some(pair::Operand::Slice(&below[r * width..][..len])),
+            View::Tile if r > fin => {
+                Some(pair::Operand::Slice(&above[(r - fin - 1) * width..][..len]))
+            }
+            View::Tile => None,
+        };
+        let c = match other {
+            Some(r) => operand(r),
+            None => Some(pair::Operand::Splat(0.0)),
+        };
+        let (Some(x), Some(y), Some(z)) = (operand(*a), operand(*b), c) else {
+            return false;
+        };
+        // The second instruction's output, when no later instruction reads it, goes straight
+        // to the caller's memory.
+        let direct = self.direct.get(i + 1).copied().flatten().and_then(|k| {
+            let bytes = outs.get_mut(k)?.get_mut(off * 4..(off + len) * 4)?;
+            Some((k, bytemuck::try_cast_slice_mut::<u8, f32>(bytes).ok()?))
+        });
+        match direct {
+            Some((k, out)) => {
+                let done = pair::run(k1, k2, feed, x, y, z, out);
+                direct_done[k] |= done;
+                done
+            }
+            None => pair::run(k1, k2, feed, x, y, z, &mut reg_out[..len]),
+        }
+    }
+
     /// [`FusedKernel::run_range`] with `regs` as the register file.
     fn run_tiles(
         &self,
@@ -673,20 +745,23 @@ impl FusedKernel {
         let mut views: SmallVec<[View<'_>; 16]> = smallvec::smallvec![View::Tile; self.num_regs];
         let mut direct_done: SmallVec<[bool; 4]> = smallvec::smallvec![false; self.outputs.len()];
         let mut pos = start;
+        // The tile's first element as a multi-index, computed once per tile for all inputs.
+        let mut index: SmallVec<[usize; 8]> = smallvec::smallvec![0; self.shape.len()];
         while pos < end {
             let len = width.min(end - pos);
             let off = pos - start;
+            unravel(&self.shape, pos, &mut index);
             for (input, src) in self.inputs.iter().zip(sources) {
                 // A broadcast whose tile is one contiguous run of its source (a row vector
                 // broadcast over rows, say) is read in place too.
                 let run = match src {
                     Source::F32(_) if input.in_place => Some(pos),
-                    Source::F32(_) => contiguous_run(&self.shape, &input.strides, pos, len),
+                    Source::F32(_) => contiguous_run(&self.shape, &input.strides, &index, len),
                     Source::Pred(_) => None,
                 };
                 views[input.reg] = match (src, run) {
                     (Source::F32(v), Some(at)) => View::Slice(&v[at..at + len]),
-                    _ => match splat_at(&self.shape, &input.strides, pos, len) {
+                    _ => match splat_at(&self.shape, &input.strides, &index, len) {
                         Some(at) => View::Splat(src.get(at)),
                         None => {
                             load(
@@ -702,9 +777,22 @@ impl FusedKernel {
                 };
             }
             direct_done.fill(false);
+            let mut paired_until = 0;
             for (i, (inst, dst)) in self.insts.iter().enumerate() {
+                if i < paired_until {
+                    continue;
+                }
                 let dst = *dst;
                 let srcs = inst.sources();
+                if self.pairs.get(i) == Some(&true)
+                    && !srcs.iter().all(|&r| matches!(views[r], View::Splat(_)))
+                    && self.run_pair(i, &views, regs, width, len, off, outs, &mut direct_done)
+                {
+                    views[dst] = View::Tile;
+                    views[self.insts[i + 1].1] = View::Tile;
+                    paired_until = i + 2;
+                    continue;
+                }
                 // Only one-value operands: the result is one value too.
                 if srcs.iter().all(|&r| matches!(views[r], View::Splat(_))) {
                     let one: SmallVec<[[f32; 1]; 4]> = srcs
@@ -830,7 +918,7 @@ fn scalar_operand(inst: &Inst, views: &[View<'_>]) -> Option<(BinaryKind, usize,
 
 /// The binary ops [`binary_scalar`] runs with a scalar operand.
 #[derive(Clone, Copy, Debug)]
-enum BinaryKind {
+pub(crate) enum BinaryKind {
     Add,
     Subtract,
     Multiply,
@@ -840,7 +928,7 @@ enum BinaryKind {
 }
 
 impl BinaryKind {
-    fn of(kind: &OpKind) -> Option<BinaryKind> {
+    pub(crate) fn of(kind: &OpKind) -> Option<BinaryKind> {
         Some(match kind {
             OpKind::Add => BinaryKind::Add,
             OpKind::Subtract => BinaryKind::Subtract,
@@ -873,13 +961,14 @@ fn binary_scalar(kind: BinaryKind, a: &[f32], s: f32, scalar_first: bool, out: &
     }
 }
 
-/// Where the single source element of output elements `start..start + len` lies, when they
-/// all read one (a per-row value broadcast along a row, or a broadcast scalar).
-fn splat_at(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Option<usize> {
+/// Where the single source element of a tile's elements lies, when they all read one (a
+/// per-row value broadcast along a row, or a broadcast scalar); `index` is the tile's
+/// first element as a multi-index.
+fn splat_at(shape: &[usize], strides: &[usize], index: &[usize], len: usize) -> Option<usize> {
     if strides.iter().all(|&s| s == 0) {
         return Some(0);
     }
-    offset_in_row(shape, strides, start, len, 0)
+    offset_in_row(shape, strides, index, len, 0)
 }
 
 impl Inst {
@@ -1011,34 +1100,42 @@ impl Source<'_> {
     }
 }
 
-/// Where elements `start..start + len` of the output index space start in a source whose
-/// stride along output dimension `d` is `strides[d]`, when they lie in one row of the last
-/// dimension and that dimension has stride 1 (so they are contiguous there).
-fn contiguous_run(shape: &[usize], strides: &[usize], start: usize, len: usize) -> Option<usize> {
-    offset_in_row(shape, strides, start, len, 1)
+/// Where a tile's elements start in a source whose stride along output dimension `d` is
+/// `strides[d]`, when they lie in one row of the last dimension and that dimension has
+/// stride 1 (so they are contiguous there); `index` is the tile's first element as a
+/// multi-index.
+fn contiguous_run(
+    shape: &[usize],
+    strides: &[usize],
+    index: &[usize],
+    len: usize,
+) -> Option<usize> {
+    offset_in_row(shape, strides, index, len, 1)
 }
 
-/// Where output element `start` lies in a source of strides `strides`, when elements
-/// `start..start + len` lie in one row of the last dimension and the source's stride along
-/// that dimension is `step`.
+/// Where the tile starting at multi-index `index` starts in a source of strides `strides`,
+/// when its `len` elements lie in one row of the last dimension and the source's stride
+/// along that dimension is `step`.
 fn offset_in_row(
     shape: &[usize],
     strides: &[usize],
-    start: usize,
+    index: &[usize],
     len: usize,
     step: usize,
 ) -> Option<usize> {
-    let (&inner, &last) = (shape.last()?, strides.last()?);
-    if last != step || inner == 0 || start % inner + len > inner {
+    let (&inner, &last, &at_last) = (shape.last()?, strides.last()?, index.last()?);
+    if last != step || at_last + len > inner {
         return None;
     }
-    let mut rem = start;
-    let mut at = 0;
-    for (&extent, &stride) in shape.iter().zip(strides).rev() {
-        at += (rem % extent) * stride;
-        rem /= extent;
+    Some(index.iter().zip(strides).map(|(&i, &s)| i * s).sum())
+}
+
+/// Writes the multi-index of element `pos` of `shape` (row-major) into `index`.
+fn unravel(shape: &[usize], mut pos: usize, index: &mut [usize]) {
+    for (i, &extent) in index.iter_mut().zip(shape).rev() {
+        *i = pos % extent.max(1);
+        pos /= extent.max(1);
     }
-    Some(at)
 }
 
 /// Loads elements `start..start + dst.len()` of the output index space from `src`, whose
