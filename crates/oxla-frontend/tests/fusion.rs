@@ -281,7 +281,8 @@ fn random_elementwise_programs_fuse_without_changing_bits() {
 
 /// A chain of `+ - * / max min` where each op reads the previous result (as its first
 /// operand, its second, or both) and, for the other operand, an argument, a broadcast row,
-/// a per-row value or a scalar: the shape fused pairs run in one pass.
+/// a per-row value or a scalar: scalar operands, one-value instructions and direct
+/// outputs in every order.
 fn arithmetic_chain(rng: &mut Rng, shape: &[i64]) -> String {
     let t = format!("tensor<{}f32>", shape_text(shape));
     let rank = shape.len();
@@ -317,7 +318,7 @@ fn arithmetic_chain(rng: &mut Rng, shape: &[i64]) -> String {
 }
 
 #[test]
-fn arithmetic_chains_run_in_pairs_without_changing_bits() {
+fn arithmetic_chains_fuse_without_changing_bits() {
     let shapes: [&[i64]; 4] = [&[7, 5], &[3, 1037], &[40, 1024], &[2, 3, 20]];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for case in 0..300 {

@@ -15,7 +15,6 @@
 
 use super::context::{extents, strides, OpCx};
 use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Float};
-use super::pair;
 use super::threads;
 use super::typed;
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -325,8 +324,6 @@ pub(crate) struct FusedKernel {
     /// Per instruction: the output it may write straight into the caller's memory (an f32
     /// output whose register no later instruction reads), skipping the register.
     direct: Vec<Option<usize>>,
-    /// Per instruction: whether it runs in one pass with the next (see [`super::pair`]).
-    pairs: Vec<bool>,
 }
 
 impl FusedKernel {
@@ -419,7 +416,6 @@ impl FusedKernel {
             input_values: Vec::new(),
             input_slot: Vec::new(),
             direct: Vec::new(),
-            pairs: Vec::new(),
         };
         for input in &kernel.inputs {
             let slot = match kernel.input_values.iter().position(|&v| v == input.value) {
@@ -433,8 +429,6 @@ impl FusedKernel {
         }
         kernel.pack_registers();
         kernel.direct = kernel.direct_outputs();
-        let output_regs: Vec<usize> = kernel.outputs.iter().map(|&(_, r, _)| r).collect();
-        kernel.pairs = pair::find_pairs(&kernel.insts, &output_regs);
         Some(kernel)
     }
 
@@ -662,72 +656,6 @@ impl FusedKernel {
         });
     }
 
-    /// Runs instructions `i` and `i + 1` (a pair, see [`super::pair`]) over one tile in one
-    /// pass, writing the second one's register or its output. False (nothing written) when
-    /// an operand is the second one's register holding a tile: it cannot be read while it
-    /// is written.
-    #[allow(clippy::too_many_arguments)]
-    fn run_pair(
-        &self,
-        i: usize,
-        views: &[View<'_>],
-        regs: &mut [f32],
-        width: usize,
-        len: usize,
-        off: usize,
-        outs: &mut [&mut [u8]],
-        direct_done: &mut [bool],
-    ) -> bool {
-        let (Some((first, dst)), Some((second, fin))) = (self.insts.get(i), self.insts.get(i + 1))
-        else {
-            return false;
-        };
-        let (Inst::Binary(k1, a, b), Inst::Binary(k2, ..)) = (first, second) else {
-            return false;
-        };
-        let (Some(k1), Some(k2), Some((feed, other))) = (
-            BinaryKind::of(k1),
-            BinaryKind::of(k2),
-            pair::feed(second, *dst),
-        ) else {
-            return false;
-        };
-        let fin = *fin;
-        let (below, rest) = regs.split_at_mut(fin * width);
-        let (reg_out, above) = rest.split_at_mut(width);
-        let (below, above) = (&*below, &*above);
-        let operand = |r: usize| match views[r] {
-            View::Slice(v) => Some(pair::Operand::Slice(v)),
-            View::Splat(v) => Some(pair::Operand::Splat(v)),
-            View::Tile if r < fin => Some(pair::Operand::Slice(&below[r * width..][..len])),
-            View::Tile if r > fin => {
-                Some(pair::Operand::Slice(&above[(r - fin - 1) * width..][..len]))
-            }
-            View::Tile => None,
-        };
-        let c = match other {
-            Some(r) => operand(r),
-            None => Some(pair::Operand::Splat(0.0)),
-        };
-        let (Some(x), Some(y), Some(z)) = (operand(*a), operand(*b), c) else {
-            return false;
-        };
-        // The second instruction's output, when no later instruction reads it, goes straight
-        // to the caller's memory.
-        let direct = self.direct.get(i + 1).copied().flatten().and_then(|k| {
-            let bytes = outs.get_mut(k)?.get_mut(off * 4..(off + len) * 4)?;
-            Some((k, bytemuck::try_cast_slice_mut::<u8, f32>(bytes).ok()?))
-        });
-        match direct {
-            Some((k, out)) => {
-                let done = pair::run(k1, k2, feed, x, y, z, out);
-                direct_done[k] |= done;
-                done
-            }
-            None => pair::run(k1, k2, feed, x, y, z, &mut reg_out[..len]),
-        }
-    }
-
     /// [`FusedKernel::run_range`] with `regs` as the register file.
     fn run_tiles(
         &self,
@@ -777,22 +705,9 @@ impl FusedKernel {
                 };
             }
             direct_done.fill(false);
-            let mut paired_until = 0;
             for (i, (inst, dst)) in self.insts.iter().enumerate() {
-                if i < paired_until {
-                    continue;
-                }
                 let dst = *dst;
                 let srcs = inst.sources();
-                if self.pairs.get(i) == Some(&true)
-                    && !srcs.iter().all(|&r| matches!(views[r], View::Splat(_)))
-                    && self.run_pair(i, &views, regs, width, len, off, outs, &mut direct_done)
-                {
-                    views[dst] = View::Tile;
-                    views[self.insts[i + 1].1] = View::Tile;
-                    paired_until = i + 2;
-                    continue;
-                }
                 // Only one-value operands: the result is one value too.
                 if srcs.iter().all(|&r| matches!(views[r], View::Splat(_))) {
                     let one: SmallVec<[[f32; 1]; 4]> = srcs
@@ -918,7 +833,7 @@ fn scalar_operand(inst: &Inst, views: &[View<'_>]) -> Option<(BinaryKind, usize,
 
 /// The binary ops [`binary_scalar`] runs with a scalar operand.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum BinaryKind {
+enum BinaryKind {
     Add,
     Subtract,
     Multiply,
@@ -928,7 +843,7 @@ pub(crate) enum BinaryKind {
 }
 
 impl BinaryKind {
-    pub(crate) fn of(kind: &OpKind) -> Option<BinaryKind> {
+    fn of(kind: &OpKind) -> Option<BinaryKind> {
         Some(match kind {
             OpKind::Add => BinaryKind::Add,
             OpKind::Subtract => BinaryKind::Subtract,

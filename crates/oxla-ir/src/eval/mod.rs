@@ -36,7 +36,6 @@ mod fft;
 mod gather_scatter;
 mod lapack;
 mod linalg;
-mod pair;
 mod plan;
 mod pool;
 pub use pool::return_buffer;
