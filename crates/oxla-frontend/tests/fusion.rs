@@ -5,10 +5,11 @@
 
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
-    compiled_loops, fused_groups, loop_register_runs, row_group_programs, row_groups,
-    run_function_cached, run_function_with_options, EvalOptions, PlanCache, SingleDevice,
+    compiled_loops, counted_loop_work, fused_groups, loop_register_runs, row_group_programs,
+    row_groups, run_function_cached, run_function_with_options, EvalOptions, PlanCache,
+    SingleDevice,
 };
-use oxla_ir::{ElementType, Literal, Module, TensorType, Type};
+use oxla_ir::{ElementType, Literal, Module, OpKind, TensorType, Type};
 use std::path::Path;
 
 /// A small deterministic generator (xorshift64*).
@@ -633,7 +634,7 @@ fn small_loops_compile_without_changing_bits() {
 /// compare and a select (so values cross from one register run to the next, and some are
 /// read after), else one register run iterated in registers (the next states may also be
 /// the current ones, passed through or trading places).
-fn random_loop(rng: &mut Rng, len: usize, split: bool) -> String {
+fn random_loop(rng: &mut Rng, len: usize, split: bool, bound_inside: bool) -> String {
     const UNARY: [&str; 14] = [
         "abs",
         "negate",
@@ -683,12 +684,20 @@ fn random_loop(rng: &mut Rng, len: usize, split: bool) -> String {
     } else {
         values[rng.below(values.len())].clone()
     };
+    // JAX's text puts the bound inside the condition; its bytecode, outside the loop.
+    let bound = "%lim = stablehlo.constant dense<3> : tensor<i32>";
+    let (outside, inside) = if bound_inside {
+        ("", bound)
+    } else {
+        (bound, "")
+    };
     format!(
         "func.func @main(%x: {t}, %y: {t}) -> ({t}, {t}) {{
   %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %lim = stablehlo.constant dense<3> : tensor<i32>
+  {outside}
   %r:3 = stablehlo.while(%i = %c0, %a = %x, %b = %y) : tensor<i32>, {t}, {t}
   cond {{
+    {inside}
     %p = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
     stablehlo.return %p : tensor<i1>
   }} do {{
@@ -709,9 +718,19 @@ fn register_runs_in_compiled_loops_compute_the_interpreters_bits() {
     // Lengths below, at, between and past whole chunks of 16.
     for len in [1, 3, 16, 37, 100, 1024] {
         for k in 0..24 {
-            let text = random_loop(&mut rng, len, k % 2 == 0);
+            let text = random_loop(&mut rng, len, k % 2 == 0, k % 4 < 2);
             let module = parse_text(&text).expect("parses");
             assert_eq!(compiled_loops(&module, "main"), vec![true], "{text}");
+            let main = module.function("main").expect("main");
+            let while_op = main.body.blocks[0]
+                .ops
+                .iter()
+                .find(|o| o.kind == OpKind::While)
+                .expect("a while");
+            assert!(
+                counted_loop_work(&module, main, while_op).is_some(),
+                "not counted:\n{text}"
+            );
             runs += loop_register_runs(&module, "main")[0];
             let ty = TensorType::new(vec![len as i64], ElementType::F32);
             let args = [literal(&mut rng, &ty), literal(&mut rng, &ty)];

@@ -30,8 +30,14 @@ pub(crate) fn counted_loop(func: &Function, op: &Op) -> Option<CountedLoop> {
     let ([cond], [body]) = (cond.blocks.as_slice(), body.blocks.as_slice()) else {
         return None;
     };
-    // The condition: `compare DIR, a, b` returned, one side a carried value, one a constant.
-    let [compare, ret] = cond.ops.as_slice() else {
+    // The condition: `compare DIR, a, b` returned, one side a carried value, one a constant
+    // (defined outside the loop or in the condition itself).
+    let ops: Vec<&Op> = cond
+        .ops
+        .iter()
+        .filter(|o| o.kind != OpKind::Constant)
+        .collect();
+    let [compare, ret] = ops.as_slice() else {
         return None;
     };
     if compare.kind != OpKind::Compare
