@@ -1,8 +1,9 @@
 //! Whole programs through the evaluator, as the plugin runs them after compiling: the
 //! programs JAX lowers for some of `bench/jax_bench.py`'s workloads (`benches/programs/`,
-//! JAX's StableHLO text), read once and called repeatedly with one kept plan cache, so
-//! fusion, row groups and compiled loops are all in the measurement, and JAX and the
-//! plugin's dispatch are not.
+//! JAX's StableHLO text, which keeps constants inside the regions that use them where the
+//! bytecode the plugin receives has them at the top), read once and called repeatedly
+//! with one kept plan cache, so fusion, row groups and compiled loops are all in the
+//! measurement, and JAX and the plugin's dispatch are not.
 //!
 //! `cargo bench -p oxla-frontend --bench programs` runs them all; append a filter
 //! (`-- layer_norm`) for some. `RAYON_NUM_THREADS=1` measures one evaluator thread.
