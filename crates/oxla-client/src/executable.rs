@@ -1333,6 +1333,14 @@ module {
             entry: Some("f".to_string()),
             ..CompileOptions::default()
         };
+        // The first output of a single-device execution, as f32 values.
+        let first_f32 = |result: &ExecuteResult| {
+            result.outputs[0][0]
+                .to_literal()
+                .unwrap()
+                .to_f32_vec()
+                .unwrap()
+        };
         let exe = client.compile(TWO_FUNCTIONS.as_bytes(), options()).unwrap();
         assert!(exe.executable().inner.inline);
         let device = &client.addressable_devices()[0];
@@ -1346,14 +1354,7 @@ module {
             .unwrap();
         // Run on the calling thread: complete before execute returned.
         assert!(result.completions[0].is_ready());
-        assert_eq!(
-            result.outputs[0][0]
-                .to_literal()
-                .unwrap()
-                .to_f32_vec()
-                .unwrap(),
-            vec![2.0, 5.0]
-        );
+        assert_eq!(first_f32(&result), vec![2.0, 5.0]);
         // An argument that is not ready yet sends the run to a worker, which waits for it.
         let ty = TensorType::new([2], oxla_ir::ElementType::F32);
         let gate = std::sync::Arc::new(std::sync::Barrier::new(2));
@@ -1369,14 +1370,7 @@ module {
             .unwrap();
         gate.wait();
         result.completions[0].wait().unwrap();
-        assert_eq!(
-            result.outputs[0][0]
-                .to_literal()
-                .unwrap()
-                .to_f32_vec()
-                .unwrap(),
-            vec![2.0, 4.0]
-        );
+        assert_eq!(first_f32(&result), vec![2.0, 4.0]);
         // Loops and large values keep the asynchronous path.
         let looped = "
 func.func public @main(%a: tensor<i32>) -> tensor<i32> {
@@ -1443,14 +1437,7 @@ func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
             .execute(&[vec![arg]], &ExecuteOptions::default())
             .unwrap();
         assert!(result.completions[0].is_ready());
-        assert_eq!(
-            result.outputs[0][0]
-                .to_literal()
-                .unwrap()
-                .to_f32_vec()
-                .unwrap(),
-            vec![1024.0, -2048.0, 512.0, 0.0]
-        );
+        assert_eq!(first_f32(&result), vec![1024.0, -2048.0, 512.0, 0.0]);
         let exe = client
             .compile(counted(1_000_000).as_bytes(), CompileOptions::default())
             .unwrap();

@@ -53,6 +53,19 @@ fn literal(rng: &mut Rng, ty: &TensorType) -> Literal {
     Literal::new(ty.clone(), data).expect("sized literal")
 }
 
+/// Random arguments for `main` of `module`, whose inputs are all tensors.
+fn main_args(rng: &mut Rng, module: &Module) -> Vec<Literal> {
+    let func = module.function("main").expect("main");
+    func.ty
+        .inputs
+        .iter()
+        .map(|ty| match ty {
+            Type::Tensor(t) => literal(rng, t),
+            other => panic!("unexpected argument type {other}"),
+        })
+        .collect()
+}
+
 fn run(module: &Module, args: &[Literal], fuse: bool) -> Result<Vec<Literal>, String> {
     run_function_with_options(module, "main", args, &SingleDevice, EvalOptions { fuse })
         .map_err(|e| e.to_string())
@@ -261,16 +274,7 @@ fn random_elementwise_programs_fuse_without_changing_bits() {
         if !fused_groups(&module, "main").is_empty() {
             fused_programs += 1;
         }
-        let func = module.function("main").expect("main");
-        let args: Vec<Literal> = func
-            .ty
-            .inputs
-            .iter()
-            .map(|ty| match ty {
-                Type::Tensor(t) => literal(&mut rng, t),
-                other => panic!("unexpected argument type {other}"),
-            })
-            .collect();
+        let args = main_args(&mut rng, &module);
         assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
     }
     // Every program has a broadcast feeding later ops; most must fuse something.
@@ -330,16 +334,7 @@ fn arithmetic_chains_fuse_without_changing_bits() {
             !fused_groups(&module, "main").is_empty(),
             "case {case} did not fuse:\n{text}"
         );
-        let func = module.function("main").expect("main");
-        let args: Vec<Literal> = func
-            .ty
-            .inputs
-            .iter()
-            .map(|ty| match ty {
-                Type::Tensor(t) => literal(&mut rng, t),
-                other => panic!("unexpected argument type {other}"),
-            })
-            .collect();
+        let args = main_args(&mut rng, &module);
         assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
     }
 }
@@ -520,16 +515,7 @@ fn slab_programs_give_the_interpreters_bits() {
         let module = parse_text(text).expect("parses");
         assert_eq!(row_group_programs(&module, "main"), vec![false], "{what}");
         let mut rng = Rng(5);
-        let func = module.function("main").expect("main");
-        let args: Vec<Literal> = func
-            .ty
-            .inputs
-            .iter()
-            .map(|t| match t {
-                Type::Tensor(t) => literal(&mut rng, t),
-                other => panic!("unexpected argument {other:?}"),
-            })
-            .collect();
+        let args = main_args(&mut rng, &module);
         assert_fusion_invisible(&module, &args, what);
     }
 }

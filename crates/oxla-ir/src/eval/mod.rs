@@ -249,21 +249,23 @@ pub fn row_group_programs(module: &Module, name: &str) -> Vec<bool> {
 /// For each `while` in the body of function `name` (its entry block), whether it compiles to
 /// a register program ([`EvalOptions::fuse`] runs it so).
 pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
-    let Some(func) = module.function(name) else {
-        return Vec::new();
-    };
-    func.body
-        .blocks
-        .iter()
-        .flat_map(|b| &b.ops)
-        .filter(|op| op.kind == OpKind::While)
-        .map(|op| small_loop::compile(module, func, op).is_some())
+    loop_programs(module, name)
+        .into_iter()
+        .map(|p| p.is_some())
         .collect()
 }
 
 /// For each `while` in the body of function `name`, how many runs of f32 instructions its
 /// register program evaluates chunk by chunk in registers (0 for a loop that does not compile).
 pub fn loop_register_runs(module: &Module, name: &str) -> Vec<usize> {
+    loop_programs(module, name)
+        .into_iter()
+        .map(|p| p.map_or(0, |p| p.register_runs()))
+        .collect()
+}
+
+/// For each `while` in the body of function `name`, its register program, if it compiles.
+fn loop_programs(module: &Module, name: &str) -> Vec<Option<small_loop::LoopProgram>> {
     let Some(func) = module.function(name) else {
         return Vec::new();
     };
@@ -272,7 +274,7 @@ pub fn loop_register_runs(module: &Module, name: &str) -> Vec<usize> {
         .iter()
         .flat_map(|b| &b.ops)
         .filter(|op| op.kind == OpKind::While)
-        .map(|op| small_loop::compile(module, func, op).map_or(0, |p| p.register_runs()))
+        .map(|op| small_loop::compile(module, func, op))
         .collect()
 }
 
