@@ -159,6 +159,7 @@ impl Client {
                 .max(2)
         });
         crate::trace::init_logging()?;
+        oxla_ir::eval::tile_code::set_enabled(options.flags.codegen);
         let tracer = options
             .flags
             .trace_path

@@ -114,6 +114,13 @@ pub const FLAGS: &[FlagSpec] = &[
         help: "write a Chrome trace-event JSON file of compile phases, executions and transfers (Perfetto loads it)",
     },
     FlagSpec {
+        name: "codegen",
+        ty: FlagType::Bool,
+        default: "true",
+        scope: FlagScope::Client,
+        help: "run fused f32 arithmetic as generated AVX-512 code where the CPU has it (false: the tile interpreter; process-wide)",
+    },
+    FlagSpec {
         name: "verify_each_pass",
         ty: FlagType::Bool,
         default: "false",
@@ -347,6 +354,9 @@ pub struct Flags {
     pub trace_path: Option<PathBuf>,
     /// Run the verifier after every pass group.
     pub verify_each_pass: bool,
+    /// Let fused kernels run generated machine code (set for the whole process when a client
+    /// is created).
+    pub codegen: bool,
 }
 
 impl Default for Flags {
@@ -357,6 +367,7 @@ impl Default for Flags {
             crash_reproducer_dir: None,
             trace_path: None,
             verify_each_pass: false,
+            codegen: true,
         }
     }
 }
@@ -386,6 +397,7 @@ impl Flags {
             }
             "trace_path" => self.trace_path = value.as_path(spec, source)?,
             "verify_each_pass" => self.verify_each_pass = value.as_bool(spec, source)?,
+            "codegen" => self.codegen = value.as_bool(spec, source)?,
             other => {
                 return Err(ClientError::InvalidArgument(format!(
                     "flag {other} in {source} is a client option, not handled here"
@@ -458,6 +470,7 @@ impl Flags {
             parts.push(format!("--trace_path={p}"));
         }
         parts.push(format!("--verify_each_pass={}", self.verify_each_pass));
+        parts.push(format!("--codegen={}", self.codegen));
         parts.join(" ")
     }
 
@@ -478,8 +491,11 @@ mod tests {
 
     #[test]
     fn parses_text_with_and_without_prefix() {
-        let parsed =
-            parse_flag_text("--opt_level=1 --oxla_verify_each_pass --dump_dir=d", "test").unwrap();
+        let parsed = parse_flag_text(
+            "--opt_level=1 --oxla_verify_each_pass --dump_dir=d --codegen=0",
+            "test",
+        )
+        .unwrap();
         let mut flags = Flags::default();
         for (name, value) in &parsed {
             flags.set(name, value, "test").unwrap();
@@ -487,9 +503,10 @@ mod tests {
         assert_eq!(flags.opt_level, 1);
         assert!(flags.verify_each_pass);
         assert_eq!(flags.dump_dir, Some(PathBuf::from("d")));
+        assert!(!flags.codegen);
         assert_eq!(
             flags.to_flag_text(),
-            "--opt_level=1 --dump_dir=d --verify_each_pass=true"
+            "--opt_level=1 --dump_dir=d --verify_each_pass=true --codegen=false"
         );
     }
 

@@ -6,10 +6,12 @@
 //! measurement, and JAX and the plugin's dispatch are not.
 //!
 //! `cargo bench -p oxla-frontend --bench programs` runs them all; append a filter
-//! (`-- layer_norm`) for some. `RAYON_NUM_THREADS=1` measures one evaluator thread.
+//! (`-- layer_norm`) for some. `RAYON_NUM_THREADS=1` measures one evaluator thread. Where
+//! the CPU runs generated code, each program is measured a second time (`NAME/interpreted`)
+//! with fused kernels kept on the tile interpreter.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use oxla_ir::eval::{run_function_cached, EvalOptions, PlanCache, SingleDevice};
+use oxla_ir::eval::{run_function_cached, tile_code, EvalOptions, PlanCache, SingleDevice};
 use oxla_ir::{ElementType, Literal, Module, Type};
 use std::path::Path;
 
@@ -69,6 +71,15 @@ fn programs(c: &mut Criterion) {
         };
         call();
         group.bench_function(name, |bench| bench.iter(|| black_box(call())));
+        // The same program with fused kernels kept on the tile interpreter.
+        if tile_code::available() {
+            tile_code::set_enabled(false);
+            call();
+            group.bench_function(format!("{name}/interpreted"), |bench| {
+                bench.iter(|| black_box(call()))
+            });
+            tile_code::set_enabled(true);
+        }
     }
     group.finish();
 }

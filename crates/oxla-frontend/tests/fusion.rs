@@ -5,9 +5,9 @@
 
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
-    compiled_loops, counted_loop_work, fused_groups, loop_register_runs, row_group_programs,
-    row_groups, run_function_cached, run_function_with_options, EvalOptions, PlanCache,
-    SingleDevice,
+    compiled_loops, counted_loop_work, fused_groups, generated_groups, loop_register_runs,
+    row_group_programs, row_groups, run_function_cached, run_function_with_options, tile_code,
+    EvalOptions, PlanCache, SingleDevice,
 };
 use oxla_ir::{ElementType, Literal, Module, OpKind, TensorType, Type};
 use std::path::Path;
@@ -289,6 +289,15 @@ fn random_elementwise_programs_fuse_without_changing_bits() {
 /// a per-row value or a scalar: scalar operands, one-value instructions and direct
 /// outputs in every order.
 fn arithmetic_chain(rng: &mut Rng, shape: &[i64]) -> String {
+    let kinds = [
+        "add", "subtract", "multiply", "divide", "maximum", "minimum",
+    ];
+    chain_of(rng, shape, &kinds, &[])
+}
+
+/// [`arithmetic_chain`] over binary ops `kinds`, with a unary op of `unary` applied to the
+/// running value now and then.
+fn chain_of(rng: &mut Rng, shape: &[i64], kinds: &[&str], unary: &[&str]) -> String {
     let t = format!("tensor<{}f32>", shape_text(shape));
     let rank = shape.len();
     let row = format!("tensor<{}xf32>", shape[rank - 1]);
@@ -302,11 +311,13 @@ fn arithmetic_chain(rng: &mut Rng, shape: &[i64]) -> String {
     body +=
         &format!("    %one = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> {t}\n");
     let others = ["%a", "%b", "%row", "%col", "%one"];
-    let kinds = [
-        "add", "subtract", "multiply", "divide", "maximum", "minimum",
-    ];
     let mut prev = "%a".to_string();
     for k in 0..2 + rng.below(6) {
+        if !unary.is_empty() && rng.below(3) == 0 {
+            let kind = unary[rng.below(unary.len())];
+            body += &format!("    %u{k} = stablehlo.{kind} {prev} : {t}\n");
+            prev = format!("%u{k}");
+        }
         let kind = kinds[rng.below(kinds.len())];
         let other = others[rng.below(others.len())];
         let (x, y) = match rng.below(3) {
@@ -334,6 +345,33 @@ fn arithmetic_chains_fuse_without_changing_bits() {
             !fused_groups(&module, "main").is_empty(),
             "case {case} did not fuse:\n{text}"
         );
+        let args = main_args(&mut rng, &module);
+        assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
+    }
+}
+
+#[test]
+fn generated_code_gives_the_interpreters_bits() {
+    // Rows of 1037 and of 5 (masked tails), rows of 1024, and three dimensions; the
+    // operands read whole, as a row, one value per row and one value.
+    let shapes: [&[i64]; 5] = [&[7, 5], &[3, 1037], &[40, 1024], &[2, 3, 20], &[70, 1000]];
+    let kinds = ["add", "subtract", "multiply", "divide"];
+    let unary = ["negate", "abs", "sqrt", "rsqrt"];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..200 {
+        let shape = shapes[case % shapes.len()];
+        let text = chain_of(&mut rng, shape, &kinds, &unary);
+        let module = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // Over three dimensions `%col` varies along the first alone: neither a row nor one
+        // value per row, which generated code does not read.
+        let reads_col = text.contains("%col,") || text.contains(", %col");
+        if tile_code::available() && (shape.len() == 2 || !reads_col) {
+            assert_eq!(
+                generated_groups(&module, "main"),
+                vec![true],
+                "case {case} has no generated code:\n{text}"
+            );
+        }
         let args = main_args(&mut rng, &module);
         assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
     }

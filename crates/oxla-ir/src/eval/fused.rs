@@ -16,6 +16,7 @@
 use super::context::{extents, strides, OpCx};
 use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Float};
 use super::threads;
+use super::tile_code::KernelCode;
 use super::typed;
 use crate::attrs::{ComparisonDirection, ComparisonType};
 use crate::{
@@ -324,6 +325,8 @@ pub(crate) struct FusedKernel {
     /// Per instruction: the output it may write straight into the caller's memory (an f32
     /// output whose register no later instruction reads), skipping the register.
     direct: Vec<Option<usize>>,
+    /// The kernel as generated code, where it has that form (see [`super::tile_code`]).
+    code: Option<KernelCode>,
 }
 
 impl FusedKernel {
@@ -416,6 +419,7 @@ impl FusedKernel {
             input_values: Vec::new(),
             input_slot: Vec::new(),
             direct: Vec::new(),
+            code: None,
         };
         for input in &kernel.inputs {
             let slot = match kernel.input_values.iter().position(|&v| v == input.value) {
@@ -429,6 +433,19 @@ impl FusedKernel {
         }
         kernel.pack_registers();
         kernel.direct = kernel.direct_outputs();
+        let f32_inputs = kernel
+            .inputs
+            .iter()
+            .all(|i| i.ty.element_type == ElementType::F32);
+        if f32_inputs && kernel.writes_only_f32() {
+            let inputs: Vec<(&[usize], usize)> = kernel
+                .inputs
+                .iter()
+                .map(|i| (i.strides.as_slice(), i.reg))
+                .collect();
+            let outputs: Vec<usize> = kernel.outputs.iter().map(|&(_, r, _)| r).collect();
+            kernel.code = KernelCode::new(&kernel.shape, &inputs, &kernel.insts, &outputs);
+        }
         Some(kernel)
     }
 
@@ -512,6 +529,11 @@ impl FusedKernel {
             *r = map(*r);
         }
         self.num_regs = count;
+    }
+
+    /// Whether the kernel has a generated-code form.
+    pub(crate) fn has_generated_code(&self) -> bool {
+        self.code.is_some()
     }
 
     /// How many ops of the block the kernel covers.
@@ -644,6 +666,9 @@ impl FusedKernel {
 
     /// Evaluates elements `start..end`; `outs[k]` holds output `k`'s elements from `start`.
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
+        if self.run_generated(sources, start, end, outs) {
+            return;
+        }
         let need = TILE.min(end - start) * self.num_regs;
         REGISTERS.with(|cell| match cell.try_borrow_mut() {
             Ok(mut regs) => {
@@ -654,6 +679,35 @@ impl FusedKernel {
             }
             Err(_) => self.run_tiles(sources, start, end, outs, &mut vec![0.0; need]),
         });
+    }
+
+    /// [`FusedKernel::run_range`] through the kernel's generated code; `false`, with nothing
+    /// written, when it has none (or it is off) or an output is not f32-aligned.
+    fn run_generated(
+        &self,
+        sources: &[Source<'_>],
+        start: usize,
+        end: usize,
+        outs: &mut [&mut [u8]],
+    ) -> bool {
+        let Some(code) = &self.code else {
+            return false;
+        };
+        let mut inputs: SmallVec<[&[f32]; 8]> = SmallVec::with_capacity(sources.len());
+        for src in sources {
+            match src {
+                Source::F32(v) => inputs.push(v),
+                Source::Pred(_) => return false,
+            }
+        }
+        let mut dsts: SmallVec<[&mut [f32]; 4]> = SmallVec::with_capacity(outs.len());
+        for out in outs.iter_mut() {
+            match bytemuck::try_cast_slice_mut::<u8, f32>(out) {
+                Ok(values) => dsts.push(values),
+                Err(_) => return false,
+            }
+        }
+        code.run(&inputs, &mut dsts, start, end)
     }
 
     /// [`FusedKernel::run_range`] with `regs` as the register file.

@@ -48,6 +48,7 @@ mod testing;
 #[cfg(test)]
 mod tests;
 mod threads;
+pub mod tile_code;
 mod topk;
 mod trip_count;
 mod typed;
@@ -217,6 +218,19 @@ pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
         .kernels
         .iter()
         .map(|(kernel, _)| kernel.num_ops())
+        .collect()
+}
+
+/// For each fused group of function `name` (as [`fused_groups`] lists them), whether it
+/// has a generated-code form on this machine ([`tile_code`]).
+pub fn generated_groups(module: &Module, name: &str) -> Vec<bool> {
+    let Some((func, block)) = entry_block(module, name) else {
+        return Vec::new();
+    };
+    fused::find_groups(func, block, true, &[])
+        .kernels
+        .iter()
+        .map(|(kernel, _)| kernel.has_generated_code())
         .collect()
 }
 

@@ -1,0 +1,235 @@
+//! Fused kernels run as generated machine code.
+//!
+//! A fused kernel's tile instructions each loop over the whole tile, storing their result
+//! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
+//! (see [`oxla_codegen`]), a kernel made only of exact f32 arithmetic (add, subtract,
+//! multiply, divide, negate, abs, sqrt, rsqrt) whose inputs are each read whole, as one row
+//! repeated over the rows (a gain or bias), as one value per row (a mean) or as one value,
+//! runs instead as one generated loop over its elements that keeps every intermediate in a
+//! vector register. The code is compiled the first time the kernel runs. It computes the
+//! same IEEE operations as the tile loops, so results keep the interpreter's bits.
+//!
+//! [`set_enabled`] switches generated code off (and on) for the whole process, for
+//! comparisons and benchmarks.
+
+use crate::OpKind;
+use oxla_codegen::{Input, TileCode, TileProgram};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns generated code for fused kernels on or off in this process (on by default).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Whether this machine runs generated code at all (x86-64 with AVX-512F and BMI2).
+pub fn available() -> bool {
+    oxla_codegen::available()
+}
+
+/// Whether fused kernels may run generated code.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// The generated-code form of one fused kernel.
+#[derive(Clone)]
+pub(crate) struct KernelCode(Arc<Inner>);
+
+struct Inner {
+    program: TileProgram,
+    /// Elements per row of the kernel's shape, as the program's inputs index them.
+    row_len: usize,
+    /// The code, compiled on first use (`None` when compiling failed).
+    code: OnceLock<Option<TileCode>>,
+}
+
+impl std::fmt::Debug for KernelCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelCode")
+            .field("program", &self.0.program)
+            .field("row_len", &self.0.row_len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The generated-code form of a kernel's instruction, when it has one.
+fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
+    use super::fused::Inst as F;
+    use oxla_codegen::Inst as G;
+    let r = |x: usize| u8::try_from(x).ok();
+    Some(match inst {
+        F::Binary(kind, a, b) => {
+            let (a, b) = (r(*a)?, r(*b)?);
+            match kind {
+                OpKind::Add => G::Add(a, b),
+                OpKind::Subtract => G::Subtract(a, b),
+                OpKind::Multiply => G::Multiply(a, b),
+                OpKind::Divide => G::Divide(a, b),
+                _ => return None,
+            }
+        }
+        F::Unary(kind, a) => {
+            let a = r(*a)?;
+            match kind {
+                OpKind::Negate => G::Negate(a),
+                OpKind::Abs => G::Abs(a),
+                OpKind::Sqrt => G::Sqrt(a),
+                OpKind::Rsqrt => G::Rsqrt(a),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// How an input with `strides` (per dimension of `shape`, 0 where it broadcasts) is read
+/// over rows of `shape`'s last dimension, when it is one of the generated code's patterns.
+fn classify(shape: &[usize], strides: &[usize]) -> Option<Input> {
+    let Some((&row_len, leading)) = shape.split_last() else {
+        return Some(Input::Scalar);
+    };
+    let last = strides[shape.len() - 1];
+    // Dimensions of extent 1 take any stride.
+    let broadcast = |d: usize| shape[d] == 1 || strides[d] == 0;
+    let leading_broadcast = (0..leading.len()).all(broadcast);
+    // Row-major strides of the leading dimensions alone: one element per row.
+    let mut per_row = true;
+    let mut step = 1usize;
+    for d in (0..leading.len()).rev() {
+        if shape[d] != 1 && strides[d] != step {
+            per_row = false;
+        }
+        step *= shape[d];
+    }
+    let row_major = per_row_major(shape, strides);
+    Some(if row_major {
+        Input::Stream
+    } else if leading_broadcast && (row_len == 1 || last == 0) {
+        Input::Scalar
+    } else if leading_broadcast && last == 1 {
+        Input::RowVector
+    } else if per_row && (row_len == 1 || last == 0) {
+        Input::RowScalar
+    } else {
+        return None;
+    })
+}
+
+/// Whether `strides` lay the input out like `shape` itself (dimensions of extent 1 aside).
+fn per_row_major(shape: &[usize], strides: &[usize]) -> bool {
+    let mut step = 1usize;
+    for d in (0..shape.len()).rev() {
+        if shape[d] != 1 && strides[d] != step {
+            return false;
+        }
+        step *= shape[d];
+    }
+    true
+}
+
+impl KernelCode {
+    /// The generated-code form of a kernel over `shape` whose f32 inputs are read with
+    /// `inputs` (per input: its strides over `shape` and its register), running `insts`
+    /// and writing the f32 registers `outputs`; `None` when this machine has no code
+    /// generator, or an instruction or an input's pattern has no generated form.
+    pub(crate) fn new(
+        shape: &[usize],
+        inputs: &[(&[usize], usize)],
+        insts: &[(super::fused::Inst, usize)],
+        outputs: &[usize],
+    ) -> Option<KernelCode> {
+        if !oxla_codegen::available() || insts.is_empty() {
+            return None;
+        }
+        let reg = |x: usize| u8::try_from(x).ok();
+        // Registers read before any instruction writes them: the inputs in use. A broadcast
+        // of the group that nothing reads still has an input, read as one value (it costs
+        // one broadcast per chunk and its pattern does not matter).
+        let mut written = vec![false; 256];
+        let mut read = vec![false; 256];
+        for (inst, d) in insts {
+            for r in inst.sources() {
+                if r < 256 && !written[r] {
+                    read[r] = true;
+                }
+            }
+            if *d < 256 {
+                written[*d] = true;
+            }
+        }
+        for &r in outputs {
+            if r < 256 && !written[r] {
+                read[r] = true;
+            }
+        }
+        let mut kinds = inputs
+            .iter()
+            .map(|&(strides, r)| match read.get(r) {
+                Some(true) => classify(shape, strides),
+                _ => Some(Input::Scalar),
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let n: usize = shape.iter().product();
+        let mut row_len = shape.last().copied().unwrap_or(1);
+        // Inputs read whole or as one value: one row of everything, no per-row steps.
+        if kinds
+            .iter()
+            .all(|k| matches!(k, Input::Stream | Input::Scalar))
+        {
+            row_len = n.max(1);
+        }
+        // Rows of one element: a row vector is one value, one value per row is the stream.
+        if row_len == 1 {
+            for k in &mut kinds {
+                *k = match *k {
+                    Input::RowVector => Input::Scalar,
+                    Input::RowScalar => Input::Stream,
+                    other => other,
+                };
+            }
+        }
+        let program = TileProgram {
+            inputs: kinds
+                .into_iter()
+                .zip(inputs)
+                .map(|(kind, &(_, r))| Some((kind, reg(r)?)))
+                .collect::<Option<_>>()?,
+            insts: insts
+                .iter()
+                .map(|(inst, d)| Some((translate(inst)?, reg(*d)?)))
+                .collect::<Option<_>>()?,
+            outputs: outputs.iter().map(|&r| reg(r)).collect::<Option<_>>()?,
+        };
+        Some(KernelCode(Arc::new(Inner {
+            program,
+            row_len,
+            code: OnceLock::new(),
+        })))
+    }
+
+    /// Runs elements `start..end` of the kernel: `inputs` the whole input values in the
+    /// kernel's input order, `outs` the outputs' elements from `start`. `false`, with
+    /// nothing written, when the code is off, did not compile, or an operand does not fit.
+    pub(crate) fn run(
+        &self,
+        inputs: &[&[f32]],
+        outs: &mut [&mut [f32]],
+        start: usize,
+        end: usize,
+    ) -> bool {
+        if !enabled() {
+            return false;
+        }
+        let code = self
+            .0
+            .code
+            .get_or_init(|| TileCode::compile(&self.0.program));
+        match code {
+            Some(code) => code.run(inputs, outs, start, end, self.0.row_len),
+            None => false,
+        }
+    }
+}
