@@ -8,10 +8,11 @@
 //! broadcast) once, the instructions run register to register, and only the outputs are
 //! stored. A final partial chunk runs under a lane mask, so any length is handled.
 //!
-//! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root)
-//! and sign-bit operations (negate, absolute value), the same machine operations the
-//! interpreter's loops compile to, under the same floating-point control register of the
-//! calling thread: generated code computes the interpreter's bits. Programs with any other
+//! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root),
+//! sign-bit operations (negate, absolute value) and the evaluator's `exp` as its sequence of
+//! exactly rounded steps, the same machine operations the interpreter's loops compile to,
+//! under the same floating-point control register of the calling thread: generated code
+//! computes the interpreter's bits. Programs with any other
 //! operation are not compiled, and the caller keeps its interpreter.
 //!
 //! This crate holds the code generator's `unsafe`: mapping the code executable and calling
@@ -30,21 +31,38 @@ pub enum Inst {
     Subtract(u8, u8),
     Multiply(u8, u8),
     Divide(u8, u8),
+    /// The larger operand as XLA's CPU backend picks it: operands read with denormals
+    /// flushed to their signed zero, NaN propagating (the first operand's when both are
+    /// NaN), `+0` above `-0`.
+    Maximum(u8, u8),
+    /// The smaller operand, by the same rules as [`Inst::Maximum`] (`-0` below `+0`).
+    Minimum(u8, u8),
     Negate(u8),
     Abs(u8),
     Sqrt(u8),
     /// `1 / sqrt(x)`, rounded twice as the interpreter computes it.
     Rsqrt(u8),
+    /// `e^x` by the evaluator's f32 algorithm (`fastmath::exp` in `oxla-ir`): `x` clamped
+    /// to `[-104, 89]`, `k = round(x / ln 2)` by the `1.5 * 2^23` trick, `r = x - k ln 2`
+    /// in two fused steps, a degree-6 polynomial in fused multiply-adds, `1 + r` with its
+    /// rounding error, and the scale `2^k` applied as two halves. Every step is an exactly
+    /// rounded operation, so the generated sequence gives the same bits.
+    Exp(u8),
 }
 
 impl Inst {
     /// The registers the operation reads.
     pub fn sources(&self) -> Vec<u8> {
         match *self {
-            Inst::Add(a, b) | Inst::Subtract(a, b) | Inst::Multiply(a, b) | Inst::Divide(a, b) => {
-                vec![a, b]
+            Inst::Add(a, b)
+            | Inst::Subtract(a, b)
+            | Inst::Multiply(a, b)
+            | Inst::Divide(a, b)
+            | Inst::Maximum(a, b)
+            | Inst::Minimum(a, b) => vec![a, b],
+            Inst::Negate(a) | Inst::Abs(a) | Inst::Sqrt(a) | Inst::Rsqrt(a) | Inst::Exp(a) => {
+                vec![a]
             }
-            Inst::Negate(a) | Inst::Abs(a) | Inst::Sqrt(a) | Inst::Rsqrt(a) => vec![a],
         }
     }
 }

@@ -3,7 +3,7 @@
 //! The generated function takes one pointer to [`Args`] (System V convention). It walks
 //! elements `start..end` row by row: within a row, full 16-element chunks, then the rest of
 //! the row once under lane mask `k1` (masked-off lanes are neither loaded, so nothing past a
-//! slice's end is touched, nor stored). Program register `r` is `zmm{r}`; `zmm30` and
+//! slice's end is touched, nor stored). Program register `r` is `zmm{r}`; `zmm24` to
 //! `zmm31` are scratch.
 //!
 //! General registers: `r8` the input pointer array, `r9` the output pointer array, `rcx`
@@ -14,14 +14,17 @@
 use super::{Input, Inst, TileProgram};
 use iced_x86::code_asm::*;
 
-/// Registers a program may name: `zmm30` and `zmm31` are the generator's.
-const PROGRAM_REGISTERS: usize = 30;
+/// Registers a program may name: `zmm24` to `zmm31` are the generator's scratch.
+const PROGRAM_REGISTERS: usize = 24;
 
 const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
+
+/// The scratch registers.
+const S: [AsmRegisterZmm; 8] = [zmm24, zmm25, zmm26, zmm27, zmm28, zmm29, zmm30, zmm31];
 
 const SIGN: u32 = 0x8000_0000;
 const MAGNITUDE: u32 = 0x7fff_ffff;
@@ -106,7 +109,7 @@ fn chunk(a: &mut CodeAssembler, program: &TileProgram, masked: bool) -> Result<(
             Input::Scalar => a.vbroadcastss(z, dword_ptr(rax))?,
         }
     }
-    let (s0, s1) = (ZMM[30], ZMM[31]);
+    let (s0, s1) = (S[6], S[7]);
     for &(inst, d) in &program.insts {
         let d = ZMM[usize::from(d)];
         let z = |r: u8| ZMM[usize::from(r)];
@@ -132,6 +135,9 @@ fn chunk(a: &mut CodeAssembler, program: &TileProgram, masked: bool) -> Result<(
                 a.vpbroadcastd(s1, edx)?;
                 a.vdivps(d, s1, s0)?;
             }
+            Inst::Exp(x) => exp(a, d, z(x))?,
+            Inst::Maximum(x, y) => extremum(a, d, z(x), z(y), true)?,
+            Inst::Minimum(x, y) => extremum(a, d, z(x), z(y), false)?,
         }
     }
     for (k, &r) in program.outputs.iter().enumerate() {
@@ -144,6 +150,108 @@ fn chunk(a: &mut CodeAssembler, program: &TileProgram, masked: bool) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Fills every lane of `z` with the bits `bits`.
+fn splat(a: &mut CodeAssembler, z: AsmRegisterZmm, bits: u32) -> Result<(), IcedError> {
+    a.mov(edx, bits)?;
+    a.vpbroadcastd(z, edx)
+}
+
+/// `d = max(x, y)` (or `min` when not `max`) as `Inst::Maximum` describes; reads both
+/// operands before writing `d`. Uses mask registers `k2` to `k7` (`k1` is the tail mask).
+fn extremum(
+    a: &mut CodeAssembler,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    y: AsmRegisterZmm,
+    max: bool,
+) -> Result<(), IcedError> {
+    const EQ_OQ: i32 = 0x00;
+    const UNORD_Q: i32 = 0x03;
+    const ORD_Q: i32 = 0x07;
+    const LT_OQ: i32 = 0x11;
+    const GT_OQ: i32 = 0x1e;
+    let [fx, fy, sign, exponent, ..] = S;
+    splat(a, sign, SIGN)?;
+    splat(a, exponent, 0x7f80_0000)?;
+    // A denormal (exponent bits zero) becomes its signed zero; zeros are unchanged.
+    for (f, v) in [(fx, x), (fy, y)] {
+        a.vpandd(f, v, sign)?;
+        a.vptestmd(k2, v, exponent)?;
+        a.vmovaps(f.k2(), v)?;
+    }
+    // Pick x where x is NaN, or y is not NaN and x is strictly beyond y, or they are equal
+    // and x's sign is the one that wins (positive for max, negative for min).
+    a.vcmpps(k3, fx, fx, UNORD_Q)?;
+    a.vcmpps(k4, fy, fy, ORD_Q)?;
+    a.vcmpps(k5, fx, fy, if max { GT_OQ } else { LT_OQ })?;
+    a.vcmpps(k6, fx, fy, EQ_OQ)?;
+    if max {
+        a.vptestnmd(k7, fx, sign)?;
+    } else {
+        a.vptestmd(k7, fx, sign)?;
+    }
+    a.kandw(k6, k6, k7)?;
+    a.korw(k5, k5, k6)?;
+    a.kandw(k5, k5, k4)?;
+    a.korw(k5, k5, k3)?;
+    a.vblendmps(d.k5(), fy, fx)
+}
+
+/// `d = e^x`, step for step as `Inst::Exp` describes; reads `x` before writing `d`.
+fn exp(a: &mut CodeAssembler, d: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
+    const ROUND32: f32 = 12582912.0;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    /// `vcmpps` predicates: less than and greater than, ordered, quiet.
+    const LT_OQ: i32 = 0x11;
+    const GT_OQ: i32 = 0x1e;
+    let [xs, c, t, ki, p, err, s1, s2] = S;
+    a.vmovaps(xs, x)?;
+    // Clamp to [-104, 89]; NaN compares false and stays.
+    splat(a, c, (-104.0f32).to_bits())?;
+    a.vcmpps(k2, xs, c, LT_OQ)?;
+    a.vmovaps(xs.k2(), c)?;
+    splat(a, c, 89.0f32.to_bits())?;
+    a.vcmpps(k2, xs, c, GT_OQ)?;
+    a.vmovaps(xs.k2(), c)?;
+    // t = x * log2(e) + ROUND32 (one rounding); ki = bits(t) - bits(ROUND32); k = t - ROUND32.
+    splat(a, t, ROUND32.to_bits())?;
+    splat(a, c, std::f32::consts::LOG2_E.to_bits())?;
+    a.vfmadd231ps(t, xs, c)?;
+    splat(a, c, ROUND32.to_bits())?;
+    a.vpsubd(ki, t, c)?;
+    a.vsubps(t, t, c)?;
+    // r = x - k * LN2_HI, then r - k * LN2_LO, each one rounding.
+    splat(a, c, LN2_HI.to_bits())?;
+    a.vfnmadd231ps(xs, t, c)?;
+    splat(a, c, LN2_LO.to_bits())?;
+    a.vfnmadd231ps(xs, t, c)?;
+    // p = ((((1/5040 r + 1/720) r + 1/120) r + 1/24) r + 1/6) r + 1/2.
+    splat(a, p, (1.0f32 / 5040.0).to_bits())?;
+    for coefficient in [1.0f32 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5] {
+        splat(a, c, coefficient.to_bits())?;
+        a.vfmadd213ps(p, xs, c)?;
+    }
+    // t = 1 + r; err = (1 - t) + r; e = t + (r * r * p + err).
+    splat(a, c, 1.0f32.to_bits())?;
+    a.vaddps(t, c, xs)?;
+    a.vsubps(err, c, t)?;
+    a.vaddps(err, err, xs)?;
+    a.vmulps(s1, xs, xs)?;
+    a.vfmadd213ps(s1, p, err)?;
+    a.vaddps(t, t, s1)?;
+    // The scale 2^ki as 2^h * 2^(ki - h), h = ki >> 1 (arithmetic).
+    a.vpsrad(p, ki, 1)?;
+    splat(a, c, 127)?;
+    a.vpaddd(s1, p, c)?;
+    a.vpslld(s1, s1, 23)?;
+    a.vpsubd(s2, ki, p)?;
+    a.vpaddd(s2, s2, c)?;
+    a.vpslld(s2, s2, 23)?;
+    a.vmulps(t, t, s1)?;
+    a.vmulps(d, t, s2)
 }
 
 fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {

@@ -355,8 +355,10 @@ fn generated_code_gives_the_interpreters_bits() {
     // Rows of 1037 and of 5 (masked tails), rows of 1024, and three dimensions; the
     // operands read whole, as a row, one value per row and one value.
     let shapes: [&[i64]; 5] = [&[7, 5], &[3, 1037], &[40, 1024], &[2, 3, 20], &[70, 1000]];
-    let kinds = ["add", "subtract", "multiply", "divide"];
-    let unary = ["negate", "abs", "sqrt", "rsqrt"];
+    let kinds = [
+        "add", "subtract", "multiply", "divide", "maximum", "minimum",
+    ];
+    let unary = ["negate", "abs", "sqrt", "rsqrt", "exponential"];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for case in 0..200 {
         let shape = shapes[case % shapes.len()];

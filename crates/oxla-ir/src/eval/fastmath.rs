@@ -87,7 +87,9 @@ fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
 /// `|r| <= ln(2)/2` (Cody-Waite, exact for the `k` that matter), `e^r` by its Taylor series
 /// through r^7 (truncation error below 6e-9 relative, a twentieth of an ulp) with fused
 /// multiply-adds and the rounding error of `1 + r` carried, then `2^k` applied in two
-/// halves so that results in the denormal range round once.
+/// halves so that results in the denormal range round once. Generated code
+/// (`oxla_codegen::Inst::Exp`) emits these same steps; `tile_code`'s tests hold the two to
+/// the same bits.
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
     /// 1.5 * 2^23: adding it rounds an f32 below 2^22 in magnitude to an integer.

@@ -3,7 +3,7 @@
 //! A fused kernel's tile instructions each loop over the whole tile, storing their result
 //! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
 //! (see [`oxla_codegen`]), a kernel made only of exact f32 arithmetic (add, subtract,
-//! multiply, divide, negate, abs, sqrt, rsqrt) whose inputs are each read whole, as one row
+//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt) and `exp` whose inputs are each read whole, as one row
 //! repeated over the rows (a gain or bias), as one value per row (a mean) or as one value,
 //! runs instead as one generated loop over its elements that keeps every intermediate in a
 //! vector register. The code is compiled the first time the kernel runs. It computes the
@@ -68,6 +68,8 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 OpKind::Subtract => G::Subtract(a, b),
                 OpKind::Multiply => G::Multiply(a, b),
                 OpKind::Divide => G::Divide(a, b),
+                OpKind::Maximum => G::Maximum(a, b),
+                OpKind::Minimum => G::Minimum(a, b),
                 _ => return None,
             }
         }
@@ -78,6 +80,7 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 OpKind::Abs => G::Abs(a),
                 OpKind::Sqrt => G::Sqrt(a),
                 OpKind::Rsqrt => G::Rsqrt(a),
+                OpKind::Exponential => G::Exp(a),
                 _ => return None,
             }
         }
@@ -230,6 +233,68 @@ impl KernelCode {
         match code {
             Some(code) => code.run(inputs, outs, start, end, self.0.row_len),
             None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Generated `exp` against the evaluator's, bit for bit, over special values, the
+    /// clamping bounds, results that turn denormal or overflow, and a sweep of the range.
+    #[test]
+    fn generated_exp_gives_the_evaluators_bits() {
+        if !available() {
+            return;
+        }
+        let program = TileProgram {
+            inputs: vec![(Input::Stream, 0)],
+            insts: vec![(oxla_codegen::Inst::Exp(0), 1)],
+            outputs: vec![1],
+        };
+        let code = TileCode::compile(&program).expect("compiles");
+        let mut xs: Vec<f32> = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN,
+            f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            -104.0,
+            -103.99,
+            -104.01,
+            89.0,
+            88.73,
+            88.72,
+            89.01,
+            -87.33,
+            -87.34,
+            -100.0,
+            -126.0 * std::f32::consts::LN_2,
+        ];
+        let mut bits = 0x2545_f491u32;
+        for _ in 0..200_000 {
+            bits ^= bits << 13;
+            bits ^= bits >> 17;
+            bits ^= bits << 5;
+            xs.push(f32::from_bits(bits));
+            xs.push((bits >> 8) as f32 / (1u32 << 24) as f32 * 220.0 - 110.0);
+        }
+        let mut out = vec![0.0f32; xs.len()];
+        assert!(code.run(&[&xs], &mut [&mut out], 0, xs.len(), xs.len()));
+        for (x, got) in xs.iter().zip(&out) {
+            let want = super::super::fastmath::exp(*x);
+            assert!(
+                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                "exp({x:e}): {want:e} against generated {got:e}"
+            );
         }
     }
 }
