@@ -13,9 +13,16 @@
 
 use super::{Input, Inst, TileProgram};
 use iced_x86::code_asm::*;
+use iced_x86::Instruction;
 
 /// Registers a program may name: `zmm24` to `zmm31` are the generator's scratch.
 const PROGRAM_REGISTERS: usize = 24;
+
+/// Programs of at most this many registers run two chunks at a time, their instructions
+/// interleaved: `zmm0` to `zmm7` and scratch `zmm16` to `zmm23` for the first chunk, `zmm8`
+/// to `zmm15` and scratch `zmm24` to `zmm31` for the second. Two independent chains keep the
+/// vector units busy through long dependent sequences such as `exp`'s.
+const PAIRED_REGISTERS: usize = 8;
 
 const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
@@ -23,12 +30,54 @@ const ZMM: [AsmRegisterZmm; 32] = [
     zmm28, zmm29, zmm30, zmm31,
 ];
 
-/// The scratch registers.
-const S: [AsmRegisterZmm; 8] = [zmm24, zmm25, zmm26, zmm27, zmm28, zmm29, zmm30, zmm31];
+/// Scratch registers: the high set (a single chunk's, and a pair's second chunk's), and the
+/// low set (a pair's first chunk's).
+const S_HIGH: [AsmRegisterZmm; 8] = [zmm24, zmm25, zmm26, zmm27, zmm28, zmm29, zmm30, zmm31];
+const S_LOW: [AsmRegisterZmm; 8] = [zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23];
 
-const SIGN: u32 = 0x8000_0000;
-const MAGNITUDE: u32 = 0x7fff_ffff;
-const ONE: u32 = 0x3f80_0000;
+/// Constants the code reads, placed after it in the same pages; `r15` points at them, and
+/// each is broadcast from there (one load, no general register).
+#[derive(Clone, Copy)]
+enum K {
+    Sign,
+    Magnitude,
+    One,
+    Exponent,
+    ExpLow,
+    ExpHigh,
+    Round32,
+    Log2E,
+    Ln2Hi,
+    Ln2Lo,
+    Taylor7,
+    Taylor6,
+    Taylor5,
+    Taylor4,
+    Taylor3,
+    Half,
+    Bias,
+}
+
+/// The bits of each [`K`], in its order.
+const POOL: [u32; 17] = [
+    0x8000_0000,
+    0x7fff_ffff,
+    0x3f80_0000,
+    0x7f80_0000,
+    (-104.0f32).to_bits(),
+    89.0f32.to_bits(),
+    12582912.0f32.to_bits(),
+    std::f32::consts::LOG2_E.to_bits(),
+    0.693_359_4f32.to_bits(),
+    (-2.121_944_4e-4f32).to_bits(),
+    (1.0f32 / 5040.0).to_bits(),
+    (1.0f32 / 720.0).to_bits(),
+    (1.0f32 / 120.0).to_bits(),
+    (1.0f32 / 24.0).to_bits(),
+    (1.0f32 / 6.0).to_bits(),
+    0.5f32.to_bits(),
+    127,
+];
 
 pub(crate) fn available() -> bool {
     std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("bmi2")
@@ -89,79 +138,109 @@ pub(crate) fn compile(program: &TileProgram) -> Option<Code> {
     })
 }
 
-/// Emits one chunk of the program at element `rcx`, column `r12`, row `rbx` and output
-/// index `r13`, masked by `k1` when `masked`.
-fn chunk(a: &mut CodeAssembler, program: &TileProgram, masked: bool) -> Result<(), IcedError> {
+/// Where one copy of the chunk body keeps its values: program register `r` in
+/// `zmm{base + r}`, its own scratch and mask registers (`k1` is the tail mask), and its
+/// elements `offset` bytes past the chunk's index (a second copy works on the next chunk).
+#[derive(Clone, Copy)]
+struct Lanes {
+    base: usize,
+    scratch: [AsmRegisterZmm; 8],
+    masks: [AsmRegisterK; 2],
+    offset: i32,
+}
+
+/// The instructions of one chunk of the program at element `rcx`, column `r12`, row `rbx`
+/// and output index `r13` (each plus `lanes.offset` bytes), masked by `k1` when `masked`.
+/// They use no label, so two copies can be interleaved.
+fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instruction>, IcedError> {
+    let mut a = CodeAssembler::new(64)?;
+    let off = lanes.offset;
+    let z = |r: u8| ZMM[lanes.base + usize::from(r)];
     for (k, &(kind, r)) in program.inputs.iter().enumerate() {
-        let z = ZMM[usize::from(r)];
+        let dst = z(r);
         a.mov(rax, qword_ptr(r8 + 8 * k as i32))?;
         let load = |a: &mut CodeAssembler, src: AsmMemoryOperand| {
             if masked {
-                a.vmovups(z.k1().z(), src)
+                a.vmovups(dst.k1().z(), src)
             } else {
-                a.vmovups(z, src)
+                a.vmovups(dst, src)
             }
         };
         match kind {
-            Input::Stream => load(a, zmmword_ptr(rax + rcx * 4))?,
-            Input::RowVector => load(a, zmmword_ptr(rax + r12 * 4))?,
-            Input::RowScalar => a.vbroadcastss(z, dword_ptr(rax + rbx * 4))?,
-            Input::Scalar => a.vbroadcastss(z, dword_ptr(rax))?,
+            Input::Stream => load(&mut a, zmmword_ptr(rax + rcx * 4 + off))?,
+            Input::RowVector => load(&mut a, zmmword_ptr(rax + r12 * 4 + off))?,
+            Input::RowScalar => a.vbroadcastss(dst, dword_ptr(rax + rbx * 4))?,
+            Input::Scalar => a.vbroadcastss(dst, dword_ptr(rax))?,
         }
     }
-    let (s0, s1) = (S[6], S[7]);
+    let (s0, s1) = (lanes.scratch[6], lanes.scratch[7]);
     for &(inst, d) in &program.insts {
-        let d = ZMM[usize::from(d)];
-        let z = |r: u8| ZMM[usize::from(r)];
+        let d = z(d);
         match inst {
             Inst::Add(x, y) => a.vaddps(d, z(x), z(y))?,
             Inst::Subtract(x, y) => a.vsubps(d, z(x), z(y))?,
             Inst::Multiply(x, y) => a.vmulps(d, z(x), z(y))?,
             Inst::Divide(x, y) => a.vdivps(d, z(x), z(y))?,
-            Inst::Negate(x) => {
-                a.mov(edx, SIGN)?;
-                a.vpbroadcastd(s1, edx)?;
-                a.vpxord(d, z(x), s1)?;
-            }
-            Inst::Abs(x) => {
-                a.mov(edx, MAGNITUDE)?;
-                a.vpbroadcastd(s1, edx)?;
-                a.vpandd(d, z(x), s1)?;
-            }
+            Inst::Negate(x) => a.vpxord(d, z(x), constant(K::Sign))?,
+            Inst::Abs(x) => a.vpandd(d, z(x), constant(K::Magnitude))?,
             Inst::Sqrt(x) => a.vsqrtps(d, z(x))?,
             Inst::Rsqrt(x) => {
                 a.vsqrtps(s0, z(x))?;
-                a.mov(edx, ONE)?;
-                a.vpbroadcastd(s1, edx)?;
+                splat(&mut a, s1, K::One)?;
                 a.vdivps(d, s1, s0)?;
             }
-            Inst::Exp(x) => exp(a, d, z(x))?,
-            Inst::Maximum(x, y) => extremum(a, d, z(x), z(y), true)?,
-            Inst::Minimum(x, y) => extremum(a, d, z(x), z(y), false)?,
+            Inst::Exp(x) => exp(&mut a, lanes, d, z(x))?,
+            Inst::Maximum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), true)?,
+            Inst::Minimum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), false)?,
         }
     }
     for (k, &r) in program.outputs.iter().enumerate() {
         a.mov(rax, qword_ptr(r9 + 8 * k as i32))?;
-        let dst = zmmword_ptr(rax + r13 * 4);
+        let dst = zmmword_ptr(rax + r13 * 4 + off);
         if masked {
-            a.vmovups(dst.k1(), ZMM[usize::from(r)])?;
+            a.vmovups(dst.k1(), z(r))?;
         } else {
-            a.vmovups(dst, ZMM[usize::from(r)])?;
+            a.vmovups(dst, z(r))?;
         }
     }
-    Ok(())
+    Ok(a.take_instructions())
 }
 
-/// Fills every lane of `z` with the bits `bits`.
-fn splat(a: &mut CodeAssembler, z: AsmRegisterZmm, bits: u32) -> Result<(), IcedError> {
-    a.mov(edx, bits)?;
-    a.vpbroadcastd(z, edx)
+/// `z` written under mask `m` (one of `k2` to `k5`, the body's masks).
+fn under_z(z: AsmRegisterZmm, m: AsmRegisterK) -> AsmRegisterZmm {
+    match m {
+        m if m == k2 => z.k2(),
+        m if m == k3 => z.k3(),
+        m if m == k4 => z.k4(),
+        _ => z.k5(),
+    }
+}
+
+/// Mask register `r` written under mask `m` (one of `k2` to `k5`).
+fn under_k(r: AsmRegisterK, m: AsmRegisterK) -> AsmRegisterK {
+    match m {
+        m if m == k2 => r.k2(),
+        m if m == k3 => r.k3(),
+        m if m == k4 => r.k4(),
+        _ => r.k5(),
+    }
+}
+
+/// Constant `k` as an operand broadcast to every lane.
+fn constant(k: K) -> AsmMemoryOperand {
+    dword_bcst(r15 + 4 * k as i32)
+}
+
+/// Fills every lane of `z` with constant `k`.
+fn splat(a: &mut CodeAssembler, z: AsmRegisterZmm, k: K) -> Result<(), IcedError> {
+    a.vbroadcastss(z, dword_ptr(r15 + 4 * k as i32))
 }
 
 /// `d = max(x, y)` (or `min` when not `max`) as `Inst::Maximum` describes; reads both
-/// operands before writing `d`. Uses mask registers `k2` to `k7` (`k1` is the tail mask).
+/// operands before writing `d`.
 fn extremum(
     a: &mut CodeAssembler,
+    lanes: Lanes,
     d: AsmRegisterZmm,
     x: AsmRegisterZmm,
     y: AsmRegisterZmm,
@@ -172,71 +251,60 @@ fn extremum(
     const ORD_Q: i32 = 0x07;
     const LT_OQ: i32 = 0x11;
     const GT_OQ: i32 = 0x1e;
-    let [fx, fy, sign, exponent, ..] = S;
-    splat(a, sign, SIGN)?;
-    splat(a, exponent, 0x7f80_0000)?;
+    let [fx, fy, ..] = lanes.scratch;
+    let [m1, m2] = lanes.masks;
     // A denormal (exponent bits zero) becomes its signed zero; zeros are unchanged.
-    for (f, v) in [(fx, x), (fy, y)] {
-        a.vpandd(f, v, sign)?;
-        a.vptestmd(k2, v, exponent)?;
-        a.vmovaps(f.k2(), v)?;
+    for (f, v, m) in [(fx, x, m1), (fy, y, m2)] {
+        a.vpandd(f, v, constant(K::Sign))?;
+        a.vptestmd(m, v, constant(K::Exponent))?;
+        a.vmovaps(under_z(f, m), v)?;
     }
-    // Pick x where x is NaN, or y is not NaN and x is strictly beyond y, or they are equal
-    // and x's sign is the one that wins (positive for max, negative for min).
-    a.vcmpps(k3, fx, fx, UNORD_Q)?;
-    a.vcmpps(k4, fy, fy, ORD_Q)?;
-    a.vcmpps(k5, fx, fy, if max { GT_OQ } else { LT_OQ })?;
-    a.vcmpps(k6, fx, fy, EQ_OQ)?;
+    // Pick x where x is strictly beyond y, or they are equal and x's sign is the one that
+    // wins (positive for max, negative for min), and y is not NaN; or where x is NaN.
+    a.vcmpps(m1, fx, fy, if max { GT_OQ } else { LT_OQ })?;
+    a.vcmpps(m2, fx, fy, EQ_OQ)?;
     if max {
-        a.vptestnmd(k7, fx, sign)?;
+        a.vptestnmd(under_k(m2, m2), fx, constant(K::Sign))?;
     } else {
-        a.vptestmd(k7, fx, sign)?;
+        a.vptestmd(under_k(m2, m2), fx, constant(K::Sign))?;
     }
-    a.kandw(k6, k6, k7)?;
-    a.korw(k5, k5, k6)?;
-    a.kandw(k5, k5, k4)?;
-    a.korw(k5, k5, k3)?;
-    a.vblendmps(d.k5(), fy, fx)
+    a.korw(m1, m1, m2)?;
+    a.vcmpps(under_k(m1, m1), fy, fy, ORD_Q)?;
+    a.vcmpps(m2, fx, fx, UNORD_Q)?;
+    a.korw(m1, m1, m2)?;
+    a.vblendmps(under_z(d, m1), fy, fx)
 }
 
 /// `d = e^x`, step for step as `Inst::Exp` describes; reads `x` before writing `d`.
-fn exp(a: &mut CodeAssembler, d: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
-    const ROUND32: f32 = 12582912.0;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    /// `vcmpps` predicates: less than and greater than, ordered, quiet.
-    const LT_OQ: i32 = 0x11;
-    const GT_OQ: i32 = 0x1e;
-    let [xs, c, t, ki, p, err, s1, s2] = S;
-    a.vmovaps(xs, x)?;
-    // Clamp to [-104, 89]; NaN compares false and stays.
-    splat(a, c, (-104.0f32).to_bits())?;
-    a.vcmpps(k2, xs, c, LT_OQ)?;
-    a.vmovaps(xs.k2(), c)?;
-    splat(a, c, 89.0f32.to_bits())?;
-    a.vcmpps(k2, xs, c, GT_OQ)?;
-    a.vmovaps(xs.k2(), c)?;
+fn exp(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+) -> Result<(), IcedError> {
+    let [xs, c, t, ki, p, err, s1, s2] = lanes.scratch;
+    // Clamp to [-104, 89]. `vmaxps`/`vminps` return their second operand when either is
+    // NaN or they are equal, so with the bound first a NaN `x` stays.
+    splat(a, c, K::ExpLow)?;
+    a.vmaxps(xs, c, x)?;
+    splat(a, c, K::ExpHigh)?;
+    a.vminps(xs, c, xs)?;
     // t = x * log2(e) + ROUND32 (one rounding); ki = bits(t) - bits(ROUND32); k = t - ROUND32.
-    splat(a, t, ROUND32.to_bits())?;
-    splat(a, c, std::f32::consts::LOG2_E.to_bits())?;
-    a.vfmadd231ps(t, xs, c)?;
-    splat(a, c, ROUND32.to_bits())?;
-    a.vpsubd(ki, t, c)?;
-    a.vsubps(t, t, c)?;
+    splat(a, t, K::Round32)?;
+    a.vfmadd231ps(t, xs, constant(K::Log2E))?;
+    a.vpsubd(ki, t, constant(K::Round32))?;
+    a.vsubps(t, t, constant(K::Round32))?;
     // r = x - k * LN2_HI, then r - k * LN2_LO, each one rounding.
-    splat(a, c, LN2_HI.to_bits())?;
-    a.vfnmadd231ps(xs, t, c)?;
-    splat(a, c, LN2_LO.to_bits())?;
-    a.vfnmadd231ps(xs, t, c)?;
+    a.vfnmadd231ps(xs, t, constant(K::Ln2Hi))?;
+    a.vfnmadd231ps(xs, t, constant(K::Ln2Lo))?;
     // p = ((((1/5040 r + 1/720) r + 1/120) r + 1/24) r + 1/6) r + 1/2.
-    splat(a, p, (1.0f32 / 5040.0).to_bits())?;
-    for coefficient in [1.0f32 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5] {
-        splat(a, c, coefficient.to_bits())?;
-        a.vfmadd213ps(p, xs, c)?;
+    splat(a, p, K::Taylor7)?;
+    for coefficient in [K::Taylor6, K::Taylor5, K::Taylor4, K::Taylor3, K::Half] {
+        a.vfmadd213ps(p, xs, constant(coefficient))?;
     }
     // t = 1 + r; err = (1 - t) + r; e = t + (r * r * p + err).
-    splat(a, c, 1.0f32.to_bits())?;
-    a.vaddps(t, c, xs)?;
+    a.vaddps(t, xs, constant(K::One))?;
+    splat(a, c, K::One)?;
     a.vsubps(err, c, t)?;
     a.vaddps(err, err, xs)?;
     a.vmulps(s1, xs, xs)?;
@@ -244,11 +312,10 @@ fn exp(a: &mut CodeAssembler, d: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<()
     a.vaddps(t, t, s1)?;
     // The scale 2^ki as 2^h * 2^(ki - h), h = ki >> 1 (arithmetic).
     a.vpsrad(p, ki, 1)?;
-    splat(a, c, 127)?;
-    a.vpaddd(s1, p, c)?;
+    a.vpaddd(s1, p, constant(K::Bias))?;
     a.vpslld(s1, s1, 23)?;
     a.vpsubd(s2, ki, p)?;
-    a.vpaddd(s2, s2, c)?;
+    a.vpaddd(s2, s2, constant(K::Bias))?;
     a.vpslld(s2, s2, 23)?;
     a.vmulps(t, t, s1)?;
     a.vmulps(d, t, s2)
@@ -261,9 +328,11 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     let mut tail = a.create_label();
     let mut next_row = a.create_label();
     let mut done = a.create_label();
-    for r in [rbx, r12, r13, r14] {
+    let mut pool = a.create_label();
+    for r in [rbx, r12, r13, r14, r15] {
         a.push(r)?;
     }
+    a.lea(r15, ptr(pool))?;
     a.mov(r8, qword_ptr(rdi))?;
     a.mov(r9, qword_ptr(rdi + 8))?;
     a.mov(rcx, qword_ptr(rdi + 16))?;
@@ -282,10 +351,53 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.sub(rax, rcx)?;
     a.cmp(rax, r14)?;
     a.cmovb(r14, rax)?;
+    let paired = program.registers() <= PAIRED_REGISTERS;
+    let single = if paired {
+        Lanes {
+            base: 0,
+            scratch: S_LOW,
+            masks: [k2, k3],
+            offset: 0,
+        }
+    } else {
+        Lanes {
+            base: 0,
+            scratch: S_HIGH,
+            masks: [k2, k3],
+            offset: 0,
+        }
+    };
+    if paired {
+        let second = Lanes {
+            base: PAIRED_REGISTERS,
+            scratch: S_HIGH,
+            masks: [k4, k5],
+            offset: 64,
+        };
+        let mut pair = a.create_label();
+        a.set_label(&mut pair)?;
+        a.cmp(r14, 32)?;
+        a.jb(full)?;
+        let first = chunk(program, false, single)?;
+        let second = chunk(program, false, second)?;
+        // The copies are the same instructions on other registers: a shared `rax` is
+        // loaded with the same pointer by both before either uses it.
+        for (x, y) in first.into_iter().zip(second) {
+            a.add_instruction(x)?;
+            a.add_instruction(y)?;
+        }
+        for r in [rcx, r12, r13] {
+            a.add(r, 32)?;
+        }
+        a.sub(r14, 32)?;
+        a.jmp(pair)?;
+    }
     a.set_label(&mut full)?;
     a.cmp(r14, 16)?;
     a.jb(tail)?;
-    chunk(&mut a, program, false)?;
+    for x in chunk(program, false, single)? {
+        a.add_instruction(x)?;
+    }
     for r in [rcx, r12, r13] {
         a.add(r, 16)?;
     }
@@ -298,7 +410,9 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.mov(edx, -1)?;
     a.bzhi(edx, edx, r14d)?;
     a.kmovw(k1, edx)?;
-    chunk(&mut a, program, true)?;
+    for x in chunk(program, true, single)? {
+        a.add_instruction(x)?;
+    }
     a.add(rcx, r14)?;
     a.add(r13, r14)?;
     a.set_label(&mut next_row)?;
@@ -306,10 +420,12 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.xor(r12, r12)?;
     a.jmp(row_loop)?;
     a.set_label(&mut done)?;
-    for r in [r14, r13, r12, rbx] {
+    for r in [r15, r14, r13, r12, rbx] {
         a.pop(r)?;
     }
     a.vzeroupper()?;
     a.ret()?;
+    a.set_label(&mut pool)?;
+    a.dd(&POOL)?;
     a.assemble(0)
 }
