@@ -9,7 +9,8 @@
 //! stored. A final partial chunk runs under a lane mask, so any length is handled.
 //!
 //! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root),
-//! sign-bit operations (negate, absolute value) and the evaluator's `exp` as its sequence of
+//! sign-bit operations (negate, absolute value), compares, selects and masks held as
+//! 0.0/1.0, XLA's `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp` as its sequence of
 //! exactly rounded steps, the same machine operations the interpreter's loops compile to,
 //! under the same floating-point control register of the calling thread: generated code
 //! computes the interpreter's bits. Programs with any other
@@ -48,6 +49,30 @@ pub enum Inst {
     /// rounding error, and the scale `2^k` applied as two halves. Every step is an exactly
     /// rounded operation, so the generated sequence gives the same bits.
     Exp(u8),
+    /// `1.0` where the IEEE comparison holds, else `0.0` (false with a NaN, except `Ne`).
+    Compare(Cmp, u8, u8),
+    /// `1.0` where the operand is `0.0` (either sign), else `0.0`.
+    Not(u8),
+    /// `1.0` where both operands are nonzero (NaN counts as nonzero), else `0.0`.
+    And(u8, u8),
+    /// `1.0` where either operand is nonzero, else `0.0`.
+    Or(u8, u8),
+    /// `(p, t, f)`: `t` where `p` is nonzero, else `f`, bits unchanged.
+    Select(u8, u8, u8),
+    /// `(lo, x, hi)`: `min(max(x, lo), hi)` with [`Inst::Maximum`]'s NaN and signed-zero
+    /// rules but no denormal flushing (XLA's `clamp` moves bits).
+    Clamp(u8, u8, u8),
+}
+
+/// An IEEE comparison of [`Inst::Compare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
 }
 
 impl Inst {
@@ -59,10 +84,17 @@ impl Inst {
             | Inst::Multiply(a, b)
             | Inst::Divide(a, b)
             | Inst::Maximum(a, b)
-            | Inst::Minimum(a, b) => vec![a, b],
-            Inst::Negate(a) | Inst::Abs(a) | Inst::Sqrt(a) | Inst::Rsqrt(a) | Inst::Exp(a) => {
-                vec![a]
-            }
+            | Inst::Minimum(a, b)
+            | Inst::Compare(_, a, b)
+            | Inst::And(a, b)
+            | Inst::Or(a, b) => vec![a, b],
+            Inst::Negate(a)
+            | Inst::Abs(a)
+            | Inst::Sqrt(a)
+            | Inst::Rsqrt(a)
+            | Inst::Exp(a)
+            | Inst::Not(a) => vec![a],
+            Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
         }
     }
 }

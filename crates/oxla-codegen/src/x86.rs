@@ -11,7 +11,7 @@
 //! column, `r13` the output index (`rcx - start`), `r14` what is left of the row's segment,
 //! `rax` and `edx` scratch.
 
-use super::{Input, Inst, TileProgram};
+use super::{Cmp, Input, Inst, TileProgram};
 use iced_x86::code_asm::*;
 use iced_x86::Instruction;
 
@@ -56,10 +56,11 @@ enum K {
     Taylor3,
     Half,
     Bias,
+    Zero,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 17] = [
+const POOL: [u32; 18] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -77,6 +78,7 @@ const POOL: [u32; 17] = [
     (1.0f32 / 6.0).to_bits(),
     0.5f32.to_bits(),
     127,
+    0,
 ];
 
 pub(crate) fn available() -> bool {
@@ -190,8 +192,49 @@ fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instru
                 a.vdivps(d, s1, s0)?;
             }
             Inst::Exp(x) => exp(&mut a, lanes, d, z(x))?,
-            Inst::Maximum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), true)?,
-            Inst::Minimum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), false)?,
+            Inst::Maximum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), true, true)?,
+            Inst::Minimum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), false, true)?,
+            Inst::Clamp(lo, x, hi) => {
+                let low = lanes.scratch[2];
+                extremum(&mut a, lanes, low, z(x), z(lo), true, false)?;
+                extremum(&mut a, lanes, d, low, z(hi), false, false)?;
+            }
+            Inst::Compare(cmp, x, y) => {
+                let predicate = match cmp {
+                    Cmp::Eq => EQ_OQ,
+                    Cmp::Ne => NEQ_UQ,
+                    Cmp::Lt => LT_OQ,
+                    Cmp::Le => LE_OQ,
+                    Cmp::Gt => GT_OQ,
+                    Cmp::Ge => GE_OQ,
+                };
+                let m = lanes.masks[0];
+                a.vcmpps(m, z(x), z(y), predicate)?;
+                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            }
+            Inst::Not(x) => {
+                let m = lanes.masks[0];
+                a.vcmpps(m, z(x), constant(K::Zero), EQ_OQ)?;
+                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            }
+            Inst::And(x, y) => {
+                let m = lanes.masks[0];
+                a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                a.vcmpps(under_k(m, m), z(y), constant(K::Zero), NEQ_UQ)?;
+                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            }
+            Inst::Or(x, y) => {
+                let [m1, m2] = lanes.masks;
+                a.vcmpps(m1, z(x), constant(K::Zero), NEQ_UQ)?;
+                a.vcmpps(m2, z(y), constant(K::Zero), NEQ_UQ)?;
+                a.korw(m1, m1, m2)?;
+                a.vbroadcastss(under_zero(d, m1), dword_ptr(r15 + 4 * K::One as i32))?;
+            }
+            Inst::Select(p, t, f) => {
+                let m = lanes.masks[0];
+                a.vcmpps(m, z(p), constant(K::Zero), NEQ_UQ)?;
+                a.vblendmps(under_z(d, m), z(f), z(t))?;
+            }
         }
     }
     for (k, &r) in program.outputs.iter().enumerate() {
@@ -204,6 +247,21 @@ fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instru
         }
     }
     Ok(a.take_instructions())
+}
+
+/// `vcmpps` predicates (ordered and quiet, except `!=`, which is true for NaN).
+const EQ_OQ: i32 = 0x00;
+const UNORD_Q: i32 = 0x03;
+const NEQ_UQ: i32 = 0x04;
+const ORD_Q: i32 = 0x07;
+const LT_OQ: i32 = 0x11;
+const LE_OQ: i32 = 0x12;
+const GE_OQ: i32 = 0x1d;
+const GT_OQ: i32 = 0x1e;
+
+/// `z` written under mask `m` with the other lanes zeroed.
+fn under_zero(z: AsmRegisterZmm, m: AsmRegisterK) -> AsmRegisterZmm {
+    under_z(z, m).z()
 }
 
 /// `z` written under mask `m` (one of `k2` to `k5`, the body's masks).
@@ -236,8 +294,9 @@ fn splat(a: &mut CodeAssembler, z: AsmRegisterZmm, k: K) -> Result<(), IcedError
     a.vbroadcastss(z, dword_ptr(r15 + 4 * k as i32))
 }
 
-/// `d = max(x, y)` (or `min` when not `max`) as `Inst::Maximum` describes; reads both
-/// operands before writing `d`.
+/// `d = max(x, y)` (or `min` when not `max`) as `Inst::Maximum` describes, with denormal
+/// operands read as their signed zero when `flush`; reads both operands before writing `d`
+/// (uses scratch registers 0 and 1 only).
 fn extremum(
     a: &mut CodeAssembler,
     lanes: Lanes,
@@ -245,20 +304,21 @@ fn extremum(
     x: AsmRegisterZmm,
     y: AsmRegisterZmm,
     max: bool,
+    flush: bool,
 ) -> Result<(), IcedError> {
-    const EQ_OQ: i32 = 0x00;
-    const UNORD_Q: i32 = 0x03;
-    const ORD_Q: i32 = 0x07;
-    const LT_OQ: i32 = 0x11;
-    const GT_OQ: i32 = 0x1e;
-    let [fx, fy, ..] = lanes.scratch;
     let [m1, m2] = lanes.masks;
-    // A denormal (exponent bits zero) becomes its signed zero; zeros are unchanged.
-    for (f, v, m) in [(fx, x, m1), (fy, y, m2)] {
-        a.vpandd(f, v, constant(K::Sign))?;
-        a.vptestmd(m, v, constant(K::Exponent))?;
-        a.vmovaps(under_z(f, m), v)?;
-    }
+    let (fx, fy) = if flush {
+        let [fx, fy, ..] = lanes.scratch;
+        // A denormal (exponent bits zero) becomes its signed zero; zeros are unchanged.
+        for (f, v, m) in [(fx, x, m1), (fy, y, m2)] {
+            a.vpandd(f, v, constant(K::Sign))?;
+            a.vptestmd(m, v, constant(K::Exponent))?;
+            a.vmovaps(under_z(f, m), v)?;
+        }
+        (fx, fy)
+    } else {
+        (x, y)
+    };
     // Pick x where x is strictly beyond y, or they are equal and x's sign is the one that
     // wins (positive for max, negative for min), and y is not NaN; or where x is NaN.
     a.vcmpps(m1, fx, fy, if max { GT_OQ } else { LT_OQ })?;

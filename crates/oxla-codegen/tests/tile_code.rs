@@ -1,6 +1,6 @@
 //! Generated tile code against a scalar evaluation of the same program, bit for bit.
 
-use oxla_codegen::{available, Input, Inst, TileCode, TileProgram};
+use oxla_codegen::{available, Cmp, Input, Inst, TileCode, TileProgram};
 
 struct Rng(u64);
 
@@ -38,8 +38,30 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::Subtract(a, b) => g(a) - g(b),
         Inst::Multiply(a, b) => g(a) * g(b),
         Inst::Divide(a, b) => g(a) / g(b),
-        Inst::Maximum(a, b) => extremum(g(a), g(b), true),
-        Inst::Minimum(a, b) => extremum(g(a), g(b), false),
+        Inst::Maximum(a, b) => extremum(g(a), g(b), true, true),
+        Inst::Minimum(a, b) => extremum(g(a), g(b), false, true),
+        Inst::Clamp(lo, x, hi) => extremum(extremum(g(x), g(lo), true, false), g(hi), false, false),
+        Inst::Compare(cmp, a, b) => {
+            let (x, y) = (g(a), g(b));
+            mask(match cmp {
+                Cmp::Eq => x == y,
+                Cmp::Ne => x != y,
+                Cmp::Lt => x < y,
+                Cmp::Le => x <= y,
+                Cmp::Gt => x > y,
+                Cmp::Ge => x >= y,
+            })
+        }
+        Inst::Not(a) => mask(g(a) == 0.0),
+        Inst::And(a, b) => mask(g(a) != 0.0 && g(b) != 0.0),
+        Inst::Or(a, b) => mask(g(a) != 0.0 || g(b) != 0.0),
+        Inst::Select(p, t, f) => {
+            if g(p) != 0.0 {
+                g(t)
+            } else {
+                g(f)
+            }
+        }
         Inst::Negate(a) => -g(a),
         Inst::Abs(a) => g(a).abs(),
         Inst::Sqrt(a) => g(a).sqrt(),
@@ -49,11 +71,19 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
     }
 }
 
-/// XLA's CPU maximum (or minimum): denormal operands read as their signed zero, NaN
-/// propagating (the first operand's when both are), `+0` above `-0`.
-fn extremum(x: f32, y: f32, max: bool) -> f32 {
+fn mask(b: bool) -> f32 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// XLA's CPU maximum (or minimum): denormal operands read as their signed zero (when
+/// `flushing`), NaN propagating (the first operand's when both are), `+0` above `-0`.
+fn extremum(x: f32, y: f32, max: bool, flushing: bool) -> f32 {
     let flush = |v: f32| {
-        if v.is_subnormal() {
+        if flushing && v.is_subnormal() {
             0.0f32.copysign(v)
         } else {
             v
@@ -95,8 +125,15 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
     let mut insts = Vec::new();
     for _ in 0..n_insts {
         let pick = |rng: &mut Rng| defined[rng.below(defined.len())];
-        let (a, b) = (pick(rng), pick(rng));
-        let inst = match rng.below(10) {
+        let (a, b, c) = (pick(rng), pick(rng), pick(rng));
+        let cmp = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.below(6)];
+        let inst = match rng.below(16) {
+            10 => Inst::Compare(cmp, a, b),
+            11 => Inst::Not(a),
+            12 => Inst::And(a, b),
+            13 => Inst::Or(a, b),
+            14 => Inst::Select(a, b, c),
+            15 => Inst::Clamp(a, b, c),
             0 => Inst::Add(a, b),
             1 => Inst::Subtract(a, b),
             2 => Inst::Multiply(a, b),

@@ -318,6 +318,24 @@ fn chain_of(rng: &mut Rng, shape: &[i64], kinds: &[&str], unary: &[&str]) -> Str
             body += &format!("    %u{k} = stablehlo.{kind} {prev} : {t}\n");
             prev = format!("%u{k}");
         }
+        // With unary ops, now and then a compare feeding a select, or a clamp.
+        if !unary.is_empty() && rng.below(4) == 0 {
+            let other = others[rng.below(others.len())];
+            let m = t.replace("f32>", "i1>");
+            let dir = ["EQ", "NE", "LT", "LE", "GT", "GE"][rng.below(6)];
+            body += &format!(
+                "    %p{k} = stablehlo.compare {dir}, {prev}, {other}, FLOAT : ({t}, {t}) -> {m}\n"
+            );
+            body += &format!("    %s{k} = stablehlo.select %p{k}, {prev}, {other} : {m}, {t}\n");
+            prev = format!("%s{k}");
+        } else if !unary.is_empty() && rng.below(6) == 0 {
+            let (lo, hi) = (
+                others[rng.below(others.len())],
+                others[rng.below(others.len())],
+            );
+            body += &format!("    %c{k} = stablehlo.clamp {lo}, {prev}, {hi} : {t}\n");
+            prev = format!("%c{k}");
+        }
         let kind = kinds[rng.below(kinds.len())];
         let other = others[rng.below(others.len())];
         let (x, y) = match rng.below(3) {

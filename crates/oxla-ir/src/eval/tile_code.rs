@@ -3,7 +3,9 @@
 //! A fused kernel's tile instructions each loop over the whole tile, storing their result
 //! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
 //! (see [`oxla_codegen`]), a kernel made only of exact f32 arithmetic (add, subtract,
-//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt) and `exp` whose inputs are each read whole, as one row
+//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt), `exp`, compares, selects,
+//! clamps and the `i1` masks between them (held as 0.0/1.0, as the tile loops hold them)
+//! whose inputs are each read whole, as one row
 //! repeated over the rows (a gain or bias), as one value per row (a mean) or as one value,
 //! runs instead as one generated loop over its elements that keeps every intermediate in a
 //! vector register. The code is compiled the first time the kernel runs. It computes the
@@ -13,7 +15,7 @@
 //! comparisons and benchmarks.
 
 use crate::OpKind;
-use oxla_codegen::{Input, TileCode, TileProgram};
+use oxla_codegen::{Cmp, Input, TileCode, TileProgram};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -84,7 +86,25 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 _ => return None,
             }
         }
-        _ => return None,
+        // Total-order compares have no generated form.
+        F::Compare(dir, false, a, b) => {
+            use crate::attrs::ComparisonDirection as D;
+            let cmp = match dir {
+                D::Eq => Cmp::Eq,
+                D::Ne => Cmp::Ne,
+                D::Lt => Cmp::Lt,
+                D::Le => Cmp::Le,
+                D::Gt => Cmp::Gt,
+                D::Ge => Cmp::Ge,
+            };
+            G::Compare(cmp, r(*a)?, r(*b)?)
+        }
+        F::Compare(_, true, _, _) => return None,
+        F::Select(p, t, f) => G::Select(r(*p)?, r(*t)?, r(*f)?),
+        F::Clamp(lo, x, hi) => G::Clamp(r(*lo)?, r(*x)?, r(*hi)?),
+        F::Not(a) => G::Not(r(*a)?),
+        F::And(a, b) => G::And(r(*a)?, r(*b)?),
+        F::Or(a, b) => G::Or(r(*a)?, r(*b)?),
     })
 }
 
