@@ -49,6 +49,13 @@ pub enum Inst {
     /// rounding error, and the scale `2^k` applied as two halves. Every step is an exactly
     /// rounded operation, so the generated sequence gives the same bits.
     Exp(u8),
+    /// `tanh(x)` by the evaluator's algorithm (`fastmath::tanh` in `oxla-ir`): in f64,
+    /// `e = expm1(2 min(|x|, 10))` from a reduction by ln 2 and a degree-8 polynomial, then
+    /// `e / (e + 2)` rounded to f32 with the sign of `x`.
+    Tanh(u8),
+    /// `1 / (1 + e^-x)` by the evaluator's algorithm (`fastmath::logistic`): in f64, with
+    /// `-x` clamped to `[-200, 200]` and the same `e^y` parts as [`Inst::Tanh`].
+    Logistic(u8),
     /// `1.0` where the IEEE comparison holds, else `0.0` (false with a NaN, except `Ne`).
     Compare(Cmp, u8, u8),
     /// `1.0` where the operand is `0.0` (either sign), else `0.0`.
@@ -93,6 +100,8 @@ impl Inst {
             | Inst::Sqrt(a)
             | Inst::Rsqrt(a)
             | Inst::Exp(a)
+            | Inst::Tanh(a)
+            | Inst::Logistic(a)
             | Inst::Not(a) => vec![a],
             Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
         }

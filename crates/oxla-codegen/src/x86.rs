@@ -192,6 +192,8 @@ fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instru
                 a.vdivps(d, s1, s0)?;
             }
             Inst::Exp(x) => exp(&mut a, lanes, d, z(x))?,
+            Inst::Tanh(x) => wide(&mut a, lanes, d, z(x), true)?,
+            Inst::Logistic(x) => wide(&mut a, lanes, d, z(x), false)?,
             Inst::Maximum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), true, true)?,
             Inst::Minimum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), false, true)?,
             Inst::Clamp(lo, x, hi) => {
@@ -281,6 +283,171 @@ fn under_k(r: AsmRegisterK, m: AsmRegisterK) -> AsmRegisterK {
         m if m == k3 => r.k3(),
         m if m == k4 => r.k4(),
         _ => r.k5(),
+    }
+}
+
+/// f64 constants, placed after [`POOL`] (so at `r15 + 4 * POOL.len()`).
+#[derive(Clone, Copy)]
+enum K64 {
+    Magnitude,
+    Sign,
+    Zero,
+    Ten,
+    Two,
+    Round,
+    Log2E,
+    Ln2Hi,
+    Ln2Lo,
+    Bias,
+    LogisticLow,
+    LogisticHigh,
+    /// The Taylor coefficients of `expm1`, `1/1!` to `1/8!`.
+    C0,
+    C1,
+    C2,
+    C3,
+    C4,
+    C5,
+    C6,
+    C7,
+}
+
+/// The bits of each [`K64`], in its order.
+const POOL64: [u64; 20] = [
+    0x7fff_ffff_ffff_ffff,
+    0x8000_0000_0000_0000,
+    0,
+    10.0f64.to_bits(),
+    2.0f64.to_bits(),
+    6755399441055744.0f64.to_bits(),
+    std::f64::consts::LOG2_E.to_bits(),
+    0.6931471803691238f64.to_bits(),
+    1.9082149292705877e-10f64.to_bits(),
+    1023,
+    (-200.0f64).to_bits(),
+    200.0f64.to_bits(),
+    1.0f64.to_bits(),
+    (1.0f64 / 2.0).to_bits(),
+    (1.0f64 / 6.0).to_bits(),
+    (1.0f64 / 24.0).to_bits(),
+    (1.0f64 / 120.0).to_bits(),
+    (1.0f64 / 720.0).to_bits(),
+    (1.0f64 / 5040.0).to_bits(),
+    (1.0f64 / 40320.0).to_bits(),
+];
+
+/// f64 constant `k` as an operand broadcast to every lane.
+fn constant64(k: K64) -> AsmMemoryOperand {
+    qword_bcst(r15 + (4 * POOL.len() + 8 * k as usize) as i32)
+}
+
+/// Fills every f64 lane of `z` with constant `k`.
+fn splat64(a: &mut CodeAssembler, z: AsmRegisterZmm, k: K64) -> Result<(), IcedError> {
+    a.vbroadcastsd(z, qword_ptr(r15 + (4 * POOL.len() + 8 * k as usize) as i32))
+}
+
+const YMM: [AsmRegisterYmm; 32] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
+    ymm28, ymm29, ymm30, ymm31,
+];
+
+/// The `ymm` half of `z`.
+fn low_half(z: AsmRegisterZmm) -> AsmRegisterYmm {
+    let index = ZMM.iter().position(|&r| r == z).unwrap_or(0);
+    YMM[index]
+}
+
+/// `d = tanh(x)` (when `tanh`) or `d = logistic(x)`, as `Inst::Tanh` and `Inst::Logistic`
+/// describe: each half of the chunk widened to eight f64 lanes, computed, and narrowed back.
+/// Reads `x` before writing `d`.
+fn wide(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    tanh: bool,
+) -> Result<(), IcedError> {
+    let [xs, out, y, s, q, t, e, high] = lanes.scratch;
+    a.vmovaps(xs, x)?;
+    for half in 0..2 {
+        if half == 0 {
+            a.vcvtps2pd(y, low_half(xs))?;
+        } else {
+            a.vextracti64x4(low_half(high), xs, 1)?;
+            a.vcvtps2pd(y, low_half(high))?;
+        }
+        // The argument of `exp_parts`, clamped with the bound first so NaN stays.
+        if tanh {
+            a.vpandq(y, y, constant64(K64::Magnitude))?;
+            splat64(a, t, K64::Zero)?;
+            a.vmaxpd(y, t, y)?;
+            splat64(a, t, K64::Ten)?;
+            a.vminpd(y, t, y)?;
+            a.vaddpd(y, y, y)?;
+        } else {
+            a.vpxorq(y, y, constant64(K64::Sign))?;
+            splat64(a, t, K64::LogisticLow)?;
+            a.vmaxpd(y, t, y)?;
+            splat64(a, t, K64::LogisticHigh)?;
+            a.vminpd(y, t, y)?;
+        }
+        // k = round(y log2 e) by adding and subtracting 1.5 * 2^52; s = 2^k.
+        a.vmulpd(s, y, constant64(K64::Log2E))?;
+        a.vaddpd(s, s, constant64(K64::Round))?;
+        a.vsubpd(q, s, constant64(K64::Round))?;
+        splat64(a, t, K64::Round)?;
+        a.vpsubq(s, s, t)?;
+        a.vpaddq(s, s, constant64(K64::Bias))?;
+        a.vpsllq(s, s, 52)?;
+        // r = (y - k LN2_HI) - k LN2_LO, each product and difference rounded.
+        a.vmulpd(t, q, constant64(K64::Ln2Hi))?;
+        a.vsubpd(y, y, t)?;
+        a.vmulpd(t, q, constant64(K64::Ln2Lo))?;
+        a.vsubpd(y, y, t)?;
+        // q = expm1(r): the polynomial in fused multiply-adds from 1/8!, then times r.
+        splat64(a, q, K64::C7)?;
+        for c in [
+            K64::C6,
+            K64::C5,
+            K64::C4,
+            K64::C3,
+            K64::C2,
+            K64::C1,
+            K64::C0,
+        ] {
+            a.vfmadd213pd(q, y, constant64(c))?;
+        }
+        a.vmulpd(q, q, y)?;
+        if tanh {
+            // e = s q + (s - 1); e / (e + 2).
+            a.vmulpd(t, s, q)?;
+            a.vsubpd(e, s, constant64(K64::C0))?;
+            a.vaddpd(e, t, e)?;
+            a.vaddpd(t, e, constant64(K64::Two))?;
+            a.vdivpd(e, e, t)?;
+        } else {
+            // 1 / (1 + (s q + s)).
+            a.vmulpd(t, s, q)?;
+            a.vaddpd(t, t, s)?;
+            a.vaddpd(t, t, constant64(K64::C0))?;
+            splat64(a, e, K64::C0)?;
+            a.vdivpd(e, e, t)?;
+        }
+        if half == 0 {
+            a.vcvtpd2ps(low_half(out), e)?;
+        } else {
+            a.vcvtpd2ps(low_half(high), e)?;
+            a.vinserti64x4(out, out, low_half(high), 1)?;
+        }
+    }
+    if tanh {
+        // The sign of x.
+        a.vpandd(out, out, constant(K::Magnitude))?;
+        a.vpandd(t, xs, constant(K::Sign))?;
+        a.vpord(d, out, t)
+    } else {
+        a.vmovaps(d, out)
     }
 }
 
@@ -487,5 +654,6 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.ret()?;
     a.set_label(&mut pool)?;
     a.dd(&POOL)?;
+    a.dq(&POOL64)?;
     a.assemble(0)
 }

@@ -376,7 +376,15 @@ fn generated_code_gives_the_interpreters_bits() {
     let kinds = [
         "add", "subtract", "multiply", "divide", "maximum", "minimum",
     ];
-    let unary = ["negate", "abs", "sqrt", "rsqrt", "exponential"];
+    let unary = [
+        "negate",
+        "abs",
+        "sqrt",
+        "rsqrt",
+        "exponential",
+        "tanh",
+        "logistic",
+    ];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for case in 0..200 {
         let shape = shapes[case % shapes.len()];

@@ -130,7 +130,9 @@ pub(crate) fn exp_m1(x: f32) -> f32 {
     ((s * q + (s - 1.0)) as f32).copysign(x)
 }
 
-/// `tanh(x)` as `expm1(2|x|) / (expm1(2|x|) + 2)` with the sign of `x`.
+/// `tanh(x)` as `expm1(2|x|) / (expm1(2|x|) + 2)` with the sign of `x`. Generated code
+/// (`oxla_codegen::Inst::Tanh`) emits these same steps, and those of [`logistic`];
+/// `tile_code`'s tests hold them to the same bits.
 #[inline(always)]
 pub(crate) fn tanh(x: f32) -> f32 {
     // tanh(10) rounds to 1 in f32 (and in f64 to within 5e-9 of it).

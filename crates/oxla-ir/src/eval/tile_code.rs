@@ -3,7 +3,8 @@
 //! A fused kernel's tile instructions each loop over the whole tile, storing their result
 //! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
 //! (see [`oxla_codegen`]), a kernel made only of exact f32 arithmetic (add, subtract,
-//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt), `exp`, compares, selects,
+//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt), `exp`, `tanh`,
+//! `logistic`, compares, selects,
 //! clamps and the `i1` masks between them (held as 0.0/1.0, as the tile loops hold them)
 //! whose inputs are each read whole, as one row
 //! repeated over the rows (a gain or bias), as one value per row (a mean) or as one value,
@@ -83,6 +84,8 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 OpKind::Sqrt => G::Sqrt(a),
                 OpKind::Rsqrt => G::Rsqrt(a),
                 OpKind::Exponential => G::Exp(a),
+                OpKind::Tanh => G::Tanh(a),
+                OpKind::Logistic => G::Logistic(a),
                 _ => return None,
             }
         }
@@ -261,19 +264,14 @@ impl KernelCode {
 mod tests {
     use super::*;
 
-    /// Generated `exp` against the evaluator's, bit for bit, over special values, the
-    /// clamping bounds, results that turn denormal or overflow, and a sweep of the range.
+    /// Generated `exp`, `tanh` and `logistic` against the evaluator's, bit for bit, over
+    /// special values, the clamping bounds, results that turn denormal or overflow, and a
+    /// sweep of the range.
     #[test]
-    fn generated_exp_gives_the_evaluators_bits() {
+    fn generated_math_gives_the_evaluators_bits() {
         if !available() {
             return;
         }
-        let program = TileProgram {
-            inputs: vec![(Input::Stream, 0)],
-            insts: vec![(oxla_codegen::Inst::Exp(0), 1)],
-            outputs: vec![1],
-        };
-        let code = TileCode::compile(&program).expect("compiles");
         let mut xs: Vec<f32> = vec![
             0.0,
             -0.0,
@@ -287,6 +285,7 @@ mod tests {
             f32::MIN,
             f32::MIN_POSITIVE,
             f32::from_bits(1),
+            -f32::from_bits(1),
             -104.0,
             -103.99,
             -104.01,
@@ -298,23 +297,51 @@ mod tests {
             -87.34,
             -100.0,
             -126.0 * std::f32::consts::LN_2,
+            10.0,
+            -10.0,
+            9.99,
+            5.0,
+            200.0,
+            -200.0,
+            1e-8,
+            -1e-8,
         ];
         let mut bits = 0x2545_f491u32;
-        for _ in 0..200_000 {
+        for _ in 0..100_000 {
             bits ^= bits << 13;
             bits ^= bits >> 17;
             bits ^= bits << 5;
             xs.push(f32::from_bits(bits));
             xs.push((bits >> 8) as f32 / (1u32 << 24) as f32 * 220.0 - 110.0);
+            xs.push((bits >> 8) as f32 / (1u32 << 24) as f32 * 24.0 - 12.0);
         }
-        let mut out = vec![0.0f32; xs.len()];
-        assert!(code.run(&[&xs], &mut [&mut out], 0, xs.len(), xs.len()));
-        for (x, got) in xs.iter().zip(&out) {
-            let want = super::super::fastmath::exp(*x);
-            assert!(
-                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
-                "exp({x:e}): {want:e} against generated {got:e}"
-            );
+        use super::super::fastmath;
+        type Reference = fn(f32) -> f32;
+        let cases: [(oxla_codegen::Inst, Reference, &str); 3] = [
+            (oxla_codegen::Inst::Exp(0), fastmath::exp, "exp"),
+            (oxla_codegen::Inst::Tanh(0), fastmath::tanh, "tanh"),
+            (
+                oxla_codegen::Inst::Logistic(0),
+                fastmath::logistic,
+                "logistic",
+            ),
+        ];
+        for (inst, reference, name) in cases {
+            let program = TileProgram {
+                inputs: vec![(Input::Stream, 0)],
+                insts: vec![(inst, 1)],
+                outputs: vec![1],
+            };
+            let code = TileCode::compile(&program).expect("compiles");
+            let mut out = vec![0.0f32; xs.len()];
+            assert!(code.run(&[&xs], &mut [&mut out], 0, xs.len(), xs.len()));
+            for (x, got) in xs.iter().zip(&out) {
+                let want = reference(*x);
+                assert!(
+                    want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                    "{name}({x:e}): {want:e} against generated {got:e}"
+                );
+            }
         }
     }
 }
