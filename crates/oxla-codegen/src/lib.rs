@@ -3,21 +3,23 @@
 //! The evaluator's fused kernels run a tile program one instruction at a time: each
 //! instruction is a loop over a whole tile that loads its operands from memory and stores its
 //! result, so a chain of `n` ops stores every element `n` times. Where the CPU has AVX-512,
-//! [`TileCode::compile`] turns such a program into one loop over 16-element chunks that keeps
-//! every intermediate value in a vector register: per chunk, each input is loaded (or
-//! broadcast) once, the instructions run register to register, and only the outputs are
-//! stored. A final partial chunk runs under a lane mask, so any length is handled.
+//! [`TileCode::compile`] turns such a program into one loop over the elements, row by row in
+//! 16-element chunks, that keeps every intermediate value in a vector register: per chunk,
+//! each input is loaded (or broadcast) once, the instructions run register to register, and
+//! only the outputs are stored. The rest of a row runs under a lane mask, so any length is
+//! handled and nothing past a slice is touched.
 //!
-//! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root),
-//! sign-bit operations (negate, absolute value), compares, selects and masks held as
-//! 0.0/1.0, XLA's `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp` as its sequence of
-//! exactly rounded steps, the same machine operations the interpreter's loops compile to,
-//! under the same floating-point control register of the calling thread: generated code
-//! computes the interpreter's bits. Programs with any other
+//! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root,
+//! compares), bit operations (negate, absolute value, selects, masks held as 0.0/1.0), XLA's
+//! `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp`, `tanh` and
+//! `logistic` as their sequences of exactly rounded steps: the same machine operations the
+//! interpreter's loops compile to, under the same floating-point control register of the
+//! calling thread, so generated code computes the interpreter's bits. Programs with any other
 //! operation are not compiled, and the caller keeps its interpreter.
 //!
 //! This crate holds the code generator's `unsafe`: mapping the code executable and calling
-//! it, after [`TileCode::run`] has checked every pointer it hands over against `len`.
+//! it, after [`TileCode::run`] has checked every slice it hands over against the elements
+//! the code reads and writes.
 
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -3,13 +3,14 @@
 //! The generated function takes one pointer to [`Args`] (System V convention). It walks
 //! elements `start..end` row by row: within a row, full 16-element chunks, then the rest of
 //! the row once under lane mask `k1` (masked-off lanes are neither loaded, so nothing past a
-//! slice's end is touched, nor stored). Program register `r` is `zmm{r}`; `zmm24` to
-//! `zmm31` are scratch.
+//! slice's end is touched, nor stored). Program register `r` is `zmm{r}`, and `zmm24` to
+//! `zmm31` are scratch; small programs run two chunks at a time on two register sets
+//! ([`PAIRED_REGISTERS`]). Mask registers `k2` to `k5` hold per-lane conditions.
 //!
 //! General registers: `r8` the input pointer array, `r9` the output pointer array, `rcx`
 //! the element index, `r10` the end, `r11` the row length, `rbx` the row, `r12` the
 //! column, `r13` the output index (`rcx - start`), `r14` what is left of the row's segment,
-//! `rax` and `edx` scratch.
+//! `r15` the constant pool after the code, `rax` and `edx` scratch.
 
 use super::{Cmp, Input, Inst, TileProgram};
 use iced_x86::code_asm::*;

@@ -114,30 +114,23 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
 /// How an input with `strides` (per dimension of `shape`, 0 where it broadcasts) is read
 /// over rows of `shape`'s last dimension, when it is one of the generated code's patterns.
 fn classify(shape: &[usize], strides: &[usize]) -> Option<Input> {
+    if strides.len() != shape.len() {
+        return None;
+    }
     let Some((&row_len, leading)) = shape.split_last() else {
         return Some(Input::Scalar);
     };
-    let last = strides[shape.len() - 1];
+    let last = strides[leading.len()];
     // Dimensions of extent 1 take any stride.
-    let broadcast = |d: usize| shape[d] == 1 || strides[d] == 0;
-    let leading_broadcast = (0..leading.len()).all(broadcast);
-    // Row-major strides of the leading dimensions alone: one element per row.
-    let mut per_row = true;
-    let mut step = 1usize;
-    for d in (0..leading.len()).rev() {
-        if shape[d] != 1 && strides[d] != step {
-            per_row = false;
-        }
-        step *= shape[d];
-    }
-    let row_major = per_row_major(shape, strides);
-    Some(if row_major {
+    let leading_broadcast = (0..leading.len()).all(|d| shape[d] == 1 || strides[d] == 0);
+    Some(if row_major(shape, strides) {
         Input::Stream
     } else if leading_broadcast && (row_len == 1 || last == 0) {
         Input::Scalar
     } else if leading_broadcast && last == 1 {
         Input::RowVector
-    } else if per_row && (row_len == 1 || last == 0) {
+    } else if row_major(leading, &strides[..leading.len()]) && (row_len == 1 || last == 0) {
+        // One element per row, in row order.
         Input::RowScalar
     } else {
         return None;
@@ -145,7 +138,7 @@ fn classify(shape: &[usize], strides: &[usize]) -> Option<Input> {
 }
 
 /// Whether `strides` lay the input out like `shape` itself (dimensions of extent 1 aside).
-fn per_row_major(shape: &[usize], strides: &[usize]) -> bool {
+fn row_major(shape: &[usize], strides: &[usize]) -> bool {
     let mut step = 1usize;
     for d in (0..shape.len()).rev() {
         if shape[d] != 1 && strides[d] != step {
