@@ -370,9 +370,16 @@ fn arithmetic_chains_fuse_without_changing_bits() {
 
 #[test]
 fn generated_code_gives_the_interpreters_bits() {
-    // Rows of 1037 and of 5 (masked tails), rows of 1024, and three dimensions; the
-    // operands read whole, as a row, one value per row and one value.
-    let shapes: [&[i64]; 5] = [&[7, 5], &[3, 1037], &[40, 1024], &[2, 3, 20], &[70, 1000]];
+    // Rows of 1037 and of 5 (masked tails), rows of 1024, and three dimensions, all of at
+    // least the 8192 elements below which kernels keep the tile loops; the operands read
+    // whole, as a row, one value per row and one value.
+    let shapes: [&[i64]; 5] = [
+        &[1700, 5],
+        &[9, 1037],
+        &[40, 1024],
+        &[200, 3, 20],
+        &[70, 1000],
+    ];
     let kinds = [
         "add", "subtract", "multiply", "divide", "maximum", "minimum",
     ];

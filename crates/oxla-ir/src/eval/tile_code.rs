@@ -37,6 +37,11 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// Kernels over fewer elements keep the tile loops: compiling a kernel takes tens of
+/// microseconds on its first run, and below a few tiles the generated loop saves less than
+/// a microsecond a call.
+const MIN_ELEMENTS: usize = 8192;
+
 /// The generated-code form of one fused kernel.
 #[derive(Clone)]
 pub(crate) struct KernelCode(Arc<Inner>);
@@ -160,7 +165,8 @@ impl KernelCode {
         insts: &[(super::fused::Inst, usize)],
         outputs: &[usize],
     ) -> Option<KernelCode> {
-        if !oxla_codegen::available() || insts.is_empty() {
+        let n: usize = shape.iter().product();
+        if !oxla_codegen::available() || insts.is_empty() || n < MIN_ELEMENTS {
             return None;
         }
         let reg = |x: usize| u8::try_from(x).ok();
@@ -191,7 +197,6 @@ impl KernelCode {
                 _ => Some(Input::Scalar),
             })
             .collect::<Option<Vec<_>>>()?;
-        let n: usize = shape.iter().product();
         let mut row_len = shape.last().copied().unwrap_or(1);
         // Inputs read whole or as one value: one row of everything, no per-row steps.
         if kinds
