@@ -12,6 +12,9 @@
 //!
 //! Each tile op calls the same scalar kernels as the op-by-op path (`Float::map_common`,
 //! `fmax`, `fmin`, ...), so fused results are bit-identical to unfused ones.
+//!
+//! A kernel whose instructions and input patterns generated code covers runs as that code
+//! instead of tile by tile (see [`super::tile_code`]), with the same bits.
 
 use super::context::{extents, strides, OpCx};
 use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Float};
