@@ -549,6 +549,15 @@ fn exp(
     a.vmulps(d, t, s2)
 }
 
+/// Moves the element index, column and output index `n` elements on, and takes `n` off
+/// what is left of the row's segment.
+fn advance(a: &mut CodeAssembler, n: i32) -> Result<(), IcedError> {
+    for r in [rcx, r12, r13] {
+        a.add(r, n)?;
+    }
+    a.sub(r14, n)
+}
+
 fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     let mut a = CodeAssembler::new(64)?;
     let mut row_loop = a.create_label();
@@ -614,10 +623,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
             a.add_instruction(x)?;
             a.add_instruction(y)?;
         }
-        for r in [rcx, r12, r13] {
-            a.add(r, 32)?;
-        }
-        a.sub(r14, 32)?;
+        advance(&mut a, 32)?;
         a.jmp(pair)?;
     }
     a.set_label(&mut full)?;
@@ -626,10 +632,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     for x in chunk(program, false, single)? {
         a.add_instruction(x)?;
     }
-    for r in [rcx, r12, r13] {
-        a.add(r, 16)?;
-    }
-    a.sub(r14, 16)?;
+    advance(&mut a, 16)?;
     a.jmp(full)?;
     a.set_label(&mut tail)?;
     a.test(r14, r14)?;

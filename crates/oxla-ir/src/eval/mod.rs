@@ -208,30 +208,29 @@ fn entry_block<'m>(module: &'m Module, name: &str) -> Option<(&'m Function, &'m 
     Some((func, func.body.blocks.first()?))
 }
 
-/// The fused groups the evaluator forms in the body of function `name` (its entry block),
-/// each as the number of ops it covers; empty when the function has no such group.
-pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
+/// `f` of each fused group the evaluator forms in the body of function `name` (its entry
+/// block); empty when the function has no such group.
+fn per_fused_group<T>(module: &Module, name: &str, f: impl Fn(&fused::FusedKernel) -> T) -> Vec<T> {
     let Some((func, block)) = entry_block(module, name) else {
         return Vec::new();
     };
     fused::find_groups(func, block, true, &[])
         .kernels
         .iter()
-        .map(|(kernel, _)| kernel.num_ops())
+        .map(|(kernel, _)| f(kernel))
         .collect()
+}
+
+/// The fused groups the evaluator forms in the body of function `name` (its entry block),
+/// each as the number of ops it covers; empty when the function has no such group.
+pub fn fused_groups(module: &Module, name: &str) -> Vec<usize> {
+    per_fused_group(module, name, fused::FusedKernel::num_ops)
 }
 
 /// For each fused group of function `name` (as [`fused_groups`] lists them), whether it
 /// has a generated-code form on this machine ([`tile_code`]).
 pub fn generated_groups(module: &Module, name: &str) -> Vec<bool> {
-    let Some((func, block)) = entry_block(module, name) else {
-        return Vec::new();
-    };
-    fused::find_groups(func, block, true, &[])
-        .kernels
-        .iter()
-        .map(|(kernel, _)| kernel.has_generated_code())
-        .collect()
+    per_fused_group(module, name, fused::FusedKernel::has_generated_code)
 }
 
 /// The row groups ([`EvalOptions::fuse`] runs them slab by slab) the evaluator forms in the
