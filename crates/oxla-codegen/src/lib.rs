@@ -1,4 +1,4 @@
-//! Machine code for fused f32 tile programs.
+//! Machine code for fused f32 tile programs and elementwise counted loops.
 //!
 //! The evaluator's fused kernels run a tile program one instruction at a time: each
 //! instruction is a loop over a whole tile that loads its operands from memory and stores its
@@ -7,19 +7,24 @@
 //! 16-element chunks, that keeps every intermediate value in a vector register: per chunk,
 //! each input is loaded (or broadcast) once, the instructions run register to register, and
 //! only the outputs are stored. The rest of a row runs under a lane mask, so any length is
-//! handled and nothing past a slice is touched.
+//! handled and nothing past a slice is touched. [`LoopCode::compile`] does the same for a
+//! loop whose every iteration is such a program over carried values (a `fori_loop` with an
+//! elementwise body): the carried values stay in registers through all iterations of a
+//! chunk.
 //!
 //! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root,
 //! compares), bit operations (negate, absolute value, selects, masks held as 0.0/1.0), XLA's
-//! `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp`, `tanh` and
-//! `logistic` as their sequences of exactly rounded steps: the same machine operations the
-//! interpreter's loops compile to, under the same floating-point control register of the
-//! calling thread, so generated code computes the interpreter's bits. Programs with any other
-//! operation are not compiled, and the caller keeps its interpreter.
+//! `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp`, `tanh`,
+//! `logistic`, `sin` and `cos` as their sequences of exactly rounded steps: the same machine
+//! operations the interpreter's loops compile to, under the same floating-point control
+//! register of the calling thread, so generated code computes the interpreter's bits.
+//! `sin` and `cos` cover a bounded range of arguments; on any other the code stops before
+//! storing the chunk and reports how far it got, for the caller to finish its own way.
+//! Programs with any other operation are not compiled, and the caller keeps its interpreter.
 //!
 //! This crate holds the code generator's `unsafe`: mapping the code executable and calling
-//! it, after [`TileCode::run`] has checked every slice it hands over against the elements
-//! the code reads and writes.
+//! it, after [`TileCode::run`] and [`LoopCode::run`] have checked every slice they hand over
+//! against the elements the code reads and writes.
 
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -58,6 +63,15 @@ pub enum Inst {
     /// `1 / (1 + e^-x)` by the evaluator's algorithm (`fastmath::logistic`): in f64, with
     /// `-x` clamped to `[-200, 200]` and the same `e^y` parts as [`Inst::Tanh`].
     Logistic(u8),
+    /// `sin(x)` by the evaluator's algorithm (`fastmath::sin_reduced` in `oxla-ir`): in
+    /// f64, `x = k pi/2 + r` with `pi/2` in three parts, Taylor polynomials of `sin r` and
+    /// `cos r` in fused multiply-adds, the one the quadrant `k mod 4` picks, its sign, then
+    /// rounded to f32. It covers `|x| <= 65536` only: a lane beyond that, or NaN, stops the
+    /// code before the chunk holding it is stored (see [`TileCode::run`]), so the caller can
+    /// compute those elements its own way.
+    Sin(u8),
+    /// `cos(x)`, as [`Inst::Sin`] (`fastmath::cos_reduced`), with the same bound.
+    Cos(u8),
     /// `1.0` where the IEEE comparison holds, else `0.0` (false with a NaN, except `Ne`).
     Compare(Cmp, u8, u8),
     /// `1.0` where the operand is `0.0` (either sign), else `0.0`.
@@ -104,9 +118,17 @@ impl Inst {
             | Inst::Exp(a)
             | Inst::Tanh(a)
             | Inst::Logistic(a)
+            | Inst::Sin(a)
+            | Inst::Cos(a)
             | Inst::Not(a) => vec![a],
             Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
         }
+    }
+
+    /// Whether the operation covers only part of its arguments' range, stopping the code
+    /// on the others ([`Inst::Sin`], [`Inst::Cos`]).
+    pub fn may_stop(&self) -> bool {
+        matches!(self, Inst::Sin(_) | Inst::Cos(_))
     }
 }
 
@@ -206,9 +228,12 @@ impl TileCode {
 
     /// Runs the program over elements `start..end` of values laid out as rows of
     /// `row_len` elements: `inputs` in program order, each the whole value its [`Input`]
-    /// kind indexes, and `outs` the outputs' elements from `start`. `false`, with nothing
-    /// written, when the counts do not match the program or a slice is too short for the
-    /// elements it must provide.
+    /// kind indexes, and `outs` the outputs' elements from `start`. Returns how many
+    /// elements from `start` it computed: all of them, or fewer when an instruction that
+    /// may stop ([`Inst::may_stop`]) met an argument it does not cover; the outputs then
+    /// hold exactly those elements, and the rest is left to the caller. `None`, with
+    /// nothing written, when the counts do not match the program or a slice is too short
+    /// for the elements it must provide.
     pub fn run(
         &self,
         inputs: &[&[f32]],
@@ -216,9 +241,9 @@ impl TileCode {
         start: usize,
         end: usize,
         row_len: usize,
-    ) -> bool {
+    ) -> Option<usize> {
         if end < start || row_len == 0 {
-            return false;
+            return None;
         }
         let rows = end.div_ceil(row_len);
         let fits = |(input, kind): (&&[f32], &Input)| {
@@ -235,10 +260,10 @@ impl TileCode {
             || !inputs.iter().zip(&self.inputs).all(fits)
             || outs.iter().any(|o| o.len() < end - start)
         {
-            return false;
+            return None;
         }
         if end == start {
-            return true;
+            return Some(0);
         }
         #[cfg(target_arch = "x86_64")]
         {
@@ -258,12 +283,177 @@ impl TileCode {
             // `end.div_ceil(row_len)` (or element 0), and writes elements `0..end - start`
             // of each output, all checked above; the pointer arrays have the counts the
             // program was compiled for.
-            unsafe { self.code.call(&args) };
-            true
+            let done = unsafe { self.code.call(&args) };
+            Some(done.min(end - start))
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            false
+            None
+        }
+    }
+}
+
+/// A loop of many iterations of one straight-line program over vectors, each element's
+/// iterations depending on that element alone (a `fori_loop` whose body is elementwise):
+/// the generated code keeps the loop-carried values in registers from one iteration to the
+/// next, chunk by chunk, and stores only their final values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopBody {
+    /// Values the loop reads and never changes, in the order [`LoopCode::run`] takes them:
+    /// each read whole ([`Input::Stream`]) or as one value ([`Input::Scalar`]), with the
+    /// register it is read into once per chunk.
+    pub inputs: Vec<(Input, u8)>,
+    /// Per loop-carried value, in the order [`LoopCode::run`] takes them: the register that
+    /// holds it at the start of an iteration (read from its slice before the first), and
+    /// the register holding its next value once the instructions have run.
+    pub carried: Vec<(u8, u8)>,
+    /// One iteration's instructions with their destination register, in order. They
+    /// write neither an input's register nor a carried value's.
+    pub insts: Vec<(Inst, u8)>,
+}
+
+/// How a [`LoopCode::run`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// Every element ran every iteration; the carried slices hold the final values.
+    Finished,
+    /// An instruction that may stop ([`Inst::may_stop`]) met an argument it does not
+    /// cover in iteration `trips_done` (counting from zero) of the chunk of elements
+    /// starting at `chunk`: that chunk's carried values are those before that iteration,
+    /// the elements before `chunk` are finished and those after it untouched.
+    Stopped { chunk: usize, trips_done: u64 },
+}
+
+/// Generated code for one [`LoopBody`].
+pub struct LoopCode {
+    #[cfg(target_arch = "x86_64")]
+    code: x86::Code,
+    inputs: Vec<Input>,
+    carried: usize,
+}
+
+impl std::fmt::Debug for LoopCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopCode")
+            .field("inputs", &self.inputs)
+            .field("carried", &self.carried)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Elements per chunk of generated code (one 512-bit vector of f32).
+pub const CHUNK: usize = 16;
+
+impl LoopCode {
+    /// Compiles `body`; `None` when this machine has no code generator, the body needs more
+    /// registers than the generator has, reads a register nothing wrote, writes an input's
+    /// or a carried value's register, or reads an input in another way than whole or as
+    /// one value.
+    pub fn compile(body: &LoopBody) -> Option<LoopCode> {
+        if !available() {
+            return None;
+        }
+        let fixed: Vec<u8> = body
+            .inputs
+            .iter()
+            .map(|&(_, r)| r)
+            .chain(body.carried.iter().map(|&(state, _)| state))
+            .collect();
+        let program = TileProgram {
+            inputs: fixed.iter().map(|&r| (Input::Stream, r)).collect(),
+            insts: body.insts.clone(),
+            outputs: body.carried.iter().map(|&(_, next)| next).collect(),
+        };
+        let distinct = fixed
+            .iter()
+            .enumerate()
+            .all(|(k, r)| !fixed[..k].contains(r));
+        if !distinct
+            || !defined_before_use(&program)
+            || body.insts.iter().any(|(_, d)| fixed.contains(d))
+            || body
+                .inputs
+                .iter()
+                .any(|(kind, _)| !matches!(kind, Input::Stream | Input::Scalar))
+        {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            Some(LoopCode {
+                code: x86::compile_loop(body, program.registers())?,
+                inputs: body.inputs.iter().map(|&(kind, _)| kind).collect(),
+                carried: body.carried.len(),
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    }
+
+    /// Runs `trips` iterations on elements `from..len`, chunk by chunk from `from` (a
+    /// multiple of [`CHUNK`]): `inputs` the loop's inputs in body order (whole values of
+    /// `len` elements, or one value), `carried` the carried values of `len` elements,
+    /// read before the first iteration and holding the values after the last. `None`,
+    /// with nothing written, when the counts do not match the body or a slice is short.
+    pub fn run(
+        &self,
+        inputs: &[&[f32]],
+        carried: &mut [&mut [f32]],
+        from: usize,
+        len: usize,
+        trips: u64,
+    ) -> Option<LoopEnd> {
+        let fits = |(input, kind): (&&[f32], &Input)| {
+            input.len()
+                >= match kind {
+                    Input::Scalar => 1,
+                    _ => len,
+                }
+        };
+        if inputs.len() != self.inputs.len()
+            || carried.len() != self.carried
+            || !inputs.iter().zip(&self.inputs).all(fits)
+            || carried.iter().any(|c| c.len() < len)
+            || !from.is_multiple_of(CHUNK)
+        {
+            return None;
+        }
+        if from >= len || trips == 0 {
+            return Some(LoopEnd::Finished);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let input_ptrs: SmallVec<[*const f32; 8]> = inputs.iter().map(|s| s.as_ptr()).collect();
+            let carried_ptrs: SmallVec<[*mut f32; 8]> =
+                carried.iter_mut().map(|c| c.as_mut_ptr()).collect();
+            let mut args = x86::LoopArgs {
+                inputs: input_ptrs.as_ptr(),
+                carried: carried_ptrs.as_ptr(),
+                from,
+                len,
+                trips,
+                stopped_chunk: 0,
+                trips_done: 0,
+            };
+            // SAFETY: the code reads elements below `len` of each whole input (element 0 of
+            // one-value inputs) and reads and writes elements below `len` of each carried
+            // slice, all checked above; the pointer arrays have the counts the body was
+            // compiled for, and the carried slices are distinct `&mut` borrows.
+            let stopped = unsafe { self.code.call_loop(&mut args) };
+            Some(if stopped {
+                LoopEnd::Stopped {
+                    chunk: args.stopped_chunk,
+                    trips_done: args.trips_done,
+                }
+            } else {
+                LoopEnd::Finished
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
         }
     }
 }

@@ -1,18 +1,23 @@
-//! AVX-512 code for tile programs, encoded by `iced-x86` into executable pages.
+//! AVX-512 code for tile programs and loops, encoded by `iced-x86` into executable pages.
 //!
-//! The generated function takes one pointer to [`Args`] (System V convention). It walks
+//! A tile program's function takes one pointer to [`Args`] (System V convention). It walks
 //! elements `start..end` row by row: within a row, full 16-element chunks, then the rest of
 //! the row once under lane mask `k1` (masked-off lanes are neither loaded, so nothing past a
 //! slice's end is touched, nor stored). Program register `r` is `zmm{r}`, and `zmm24` to
 //! `zmm31` are scratch; small programs run two chunks at a time on two register sets
-//! ([`PAIRED_REGISTERS`]). Mask registers `k2` to `k5` hold per-lane conditions.
+//! ([`PAIRED_REGISTERS`]). Mask registers `k2` to `k5` hold per-lane conditions, and `k6`
+//! collects the lanes `sin` and `cos` do not cover: the code returns, with the count of
+//! elements done, before storing a chunk where it is not empty.
 //!
 //! General registers: `r8` the input pointer array, `r9` the output pointer array, `rcx`
 //! the element index, `r10` the end, `r11` the row length, `rbx` the row, `r12` the
 //! column, `r13` the output index (`rcx - start`), `r14` what is left of the row's segment,
 //! `r15` the constant pool after the code, `rax` and `edx` scratch.
+//!
+//! A loop's function takes one pointer to [`LoopArgs`] and runs chunk by chunk, every
+//! iteration of a chunk before the next chunk (see [`assemble_loop`]).
 
-use super::{Cmp, Input, Inst, TileProgram};
+use super::{Cmp, Input, Inst, LoopBody, TileProgram};
 use iced_x86::code_asm::*;
 use iced_x86::Instruction;
 
@@ -58,10 +63,11 @@ enum K {
     Half,
     Bias,
     Zero,
+    TrigLimit,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 18] = [
+const POOL: [u32; 20] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -80,7 +86,11 @@ const POOL: [u32; 18] = [
     0.5f32.to_bits(),
     127,
     0,
+    65536.0f32.to_bits(),
+    // Padding: `POOL64` follows 8-byte aligned.
+    0,
 ];
+const _: () = assert!(POOL.len().is_multiple_of(2));
 
 pub(crate) fn available() -> bool {
     std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("bmi2")
@@ -99,46 +109,91 @@ pub(crate) struct Args {
     pub col: usize,
 }
 
-type Entry = unsafe extern "sysv64" fn(*const Args);
+/// What the generated function of a loop reads from its one argument, and writes back
+/// when it stops early.
+#[repr(C)]
+pub(crate) struct LoopArgs {
+    pub inputs: *const *const f32,
+    pub carried: *const *mut f32,
+    pub from: usize,
+    pub len: usize,
+    pub trips: u64,
+    /// Set when the code stops: the chunk it stopped in and the iterations that chunk
+    /// finished.
+    pub stopped_chunk: usize,
+    pub trips_done: u64,
+}
 
-/// Generated code in executable pages, and its entry point.
+/// A tile program's code: returns how many elements it computed.
+type Entry = unsafe extern "sysv64" fn(*const Args) -> usize;
+
+/// A loop's code: returns 1 when it stopped early, else 0.
+type LoopEntry = unsafe extern "sysv64" fn(*mut LoopArgs) -> usize;
+
+/// Generated code in executable pages, its entry point at their start.
 pub(crate) struct Code {
-    _pages: memmap2::Mmap,
-    entry: Entry,
+    pages: memmap2::Mmap,
 }
 
 impl Code {
-    /// Calls the code.
+    /// Calls tile program code; returns the elements it computed.
     ///
     /// # Safety
-    /// `args.inputs` and `args.outs` point to as many pointers as the program has inputs
-    /// and outputs; each input is readable at every element its kind indexes for elements
-    /// `start..end`, each output writable for `end - start` elements, and outputs do not
-    /// overlap each other.
-    pub(crate) unsafe fn call(&self, args: &Args) {
-        // SAFETY: the caller's contract is the code's; the code was compiled for a CPU with
-        // AVX-512F and BMI2 (checked in `compile`) and touches no memory beyond those
-        // operands and the stack slots of the registers it saves.
-        unsafe { (self.entry)(args) }
+    /// The code was compiled by [`compile`]; `args.inputs` and `args.outs` point to as many
+    /// pointers as the program has inputs and outputs; each input is readable at every
+    /// element its kind indexes for elements `start..end`, each output writable for
+    /// `end - start` elements, and outputs do not overlap each other.
+    pub(crate) unsafe fn call(&self, args: &Args) -> usize {
+        // SAFETY: the pages hold a complete function with the `Entry` signature (assembled
+        // by `compile` for this address-independent layout: every jump is relative) for a
+        // CPU with AVX-512F and BMI2; the caller's contract is the code's, and the code
+        // touches no memory beyond those operands and the stack slots of the registers it
+        // saves.
+        unsafe {
+            let entry = std::mem::transmute::<*const u8, Entry>(self.pages.as_ptr());
+            entry(args)
+        }
     }
+
+    /// Calls loop code; true when it stopped early (`args` then says where).
+    ///
+    /// # Safety
+    /// The code was compiled by [`compile_loop`]; `args.inputs` and `args.carried` point
+    /// to as many pointers as the body has inputs and carried values; each whole input is
+    /// readable for `len` elements (one-value inputs for one), each carried slice readable
+    /// and writable for `len` elements, and carried slices overlap nothing else.
+    pub(crate) unsafe fn call_loop(&self, args: &mut LoopArgs) -> bool {
+        // SAFETY: as in `call`, for a function with the `LoopEntry` signature.
+        unsafe {
+            let entry = std::mem::transmute::<*const u8, LoopEntry>(self.pages.as_ptr());
+            entry(args) != 0
+        }
+    }
+}
+
+/// Copies assembled bytes into executable pages.
+fn load(bytes: &[u8]) -> Option<Code> {
+    let mut pages = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
+    pages.copy_from_slice(bytes);
+    Some(Code {
+        pages: pages.make_exec().ok()?,
+    })
 }
 
 pub(crate) fn compile(program: &TileProgram) -> Option<Code> {
     if program.registers() > PROGRAM_REGISTERS {
         return None;
     }
-    let bytes = assemble(program).ok()?;
-    let mut pages = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
-    pages.copy_from_slice(&bytes);
-    let pages = pages.make_exec().ok()?;
-    // SAFETY: the pages hold a complete function with the `Entry` signature, assembled
-    // above for this address-independent layout (every jump is relative), and they stay
-    // mapped as long as `Code` lives.
-    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(pages.as_ptr()) };
-    Some(Code {
-        _pages: pages,
-        entry,
-    })
+    load(&assemble(program).ok()?)
+}
+
+/// Compiles a loop body that names `registers` registers.
+pub(crate) fn compile_loop(body: &LoopBody, registers: usize) -> Option<Code> {
+    // Carried values that trade places move through the scratch registers.
+    if registers > PROGRAM_REGISTERS || body.carried.len() > S_HIGH.len() {
+        return None;
+    }
+    load(&assemble_loop(body).ok()?)
 }
 
 /// Where one copy of the chunk body keeps its values: program register `r` in
@@ -153,15 +208,36 @@ struct Lanes {
 }
 
 /// The instructions of one chunk of the program at element `rcx`, column `r12`, row `rbx`
-/// and output index `r13` (each plus `lanes.offset` bytes), masked by `k1` when `masked`.
-/// They use no label, so two copies can be interleaved.
-fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instruction>, IcedError> {
+/// and output index `r13` (each plus `lanes.offset` bytes), masked by `k1` when `masked`:
+/// the loads and the instructions, then the stores. They use no label, so two copies can be
+/// interleaved.
+fn chunk(
+    program: &TileProgram,
+    masked: bool,
+    lanes: Lanes,
+) -> Result<(Vec<Instruction>, Vec<Instruction>), IcedError> {
     let mut a = CodeAssembler::new(64)?;
+    load_inputs(&mut a, r8, &program.inputs, masked, lanes)?;
+    body(&mut a, &program.insts, masked, lanes)?;
+    let compute = a.take_instructions();
+    store(&mut a, r9, &program.outputs, r13, masked, lanes)?;
+    Ok((compute, a.take_instructions()))
+}
+
+/// Loads each input (pointer `k` of the array at `array`) into its register: element `rcx`
+/// (plus `lanes.offset` bytes) of a stream, column `r12` of a row vector, row `rbx` of one
+/// value per row, or the one value.
+fn load_inputs(
+    a: &mut CodeAssembler,
+    array: AsmRegister64,
+    inputs: &[(Input, u8)],
+    masked: bool,
+    lanes: Lanes,
+) -> Result<(), IcedError> {
     let off = lanes.offset;
-    let z = |r: u8| ZMM[lanes.base + usize::from(r)];
-    for (k, &(kind, r)) in program.inputs.iter().enumerate() {
-        let dst = z(r);
-        a.mov(rax, qword_ptr(r8 + 8 * k as i32))?;
+    for (k, &(kind, r)) in inputs.iter().enumerate() {
+        let dst = ZMM[lanes.base + usize::from(r)];
+        a.mov(rax, qword_ptr(array + 8 * k as i32))?;
         let load = |a: &mut CodeAssembler, src: AsmMemoryOperand| {
             if masked {
                 a.vmovups(dst.k1().z(), src)
@@ -170,14 +246,49 @@ fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instru
             }
         };
         match kind {
-            Input::Stream => load(&mut a, zmmword_ptr(rax + rcx * 4 + off))?,
-            Input::RowVector => load(&mut a, zmmword_ptr(rax + r12 * 4 + off))?,
+            Input::Stream => load(a, zmmword_ptr(rax + rcx * 4 + off))?,
+            Input::RowVector => load(a, zmmword_ptr(rax + r12 * 4 + off))?,
             Input::RowScalar => a.vbroadcastss(dst, dword_ptr(rax + rbx * 4))?,
             Input::Scalar => a.vbroadcastss(dst, dword_ptr(rax))?,
         }
     }
+    Ok(())
+}
+
+/// Stores each register of `regs` to pointer `k` of the array at `array`, at element
+/// `index` (plus `lanes.offset` bytes).
+fn store(
+    a: &mut CodeAssembler,
+    array: AsmRegister64,
+    regs: &[u8],
+    index: AsmRegister64,
+    masked: bool,
+    lanes: Lanes,
+) -> Result<(), IcedError> {
+    for (k, &r) in regs.iter().enumerate() {
+        let src = ZMM[lanes.base + usize::from(r)];
+        a.mov(rax, qword_ptr(array + 8 * k as i32))?;
+        let dst = zmmword_ptr(rax + index * 4 + lanes.offset);
+        if masked {
+            a.vmovups(dst.k1(), src)?;
+        } else {
+            a.vmovups(dst, src)?;
+        }
+    }
+    Ok(())
+}
+
+/// The instructions, register to register. Lanes an instruction that may stop does not
+/// cover (only those under `k1` when `masked`) are added to `k6`.
+fn body(
+    a: &mut CodeAssembler,
+    insts: &[(Inst, u8)],
+    masked: bool,
+    lanes: Lanes,
+) -> Result<(), IcedError> {
+    let z = |r: u8| ZMM[lanes.base + usize::from(r)];
     let (s0, s1) = (lanes.scratch[6], lanes.scratch[7]);
-    for &(inst, d) in &program.insts {
+    for &(inst, d) in insts {
         let d = z(d);
         match inst {
             Inst::Add(x, y) => a.vaddps(d, z(x), z(y))?,
@@ -189,18 +300,20 @@ fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instru
             Inst::Sqrt(x) => a.vsqrtps(d, z(x))?,
             Inst::Rsqrt(x) => {
                 a.vsqrtps(s0, z(x))?;
-                splat(&mut a, s1, K::One)?;
+                splat(a, s1, K::One)?;
                 a.vdivps(d, s1, s0)?;
             }
-            Inst::Exp(x) => exp(&mut a, lanes, d, z(x))?,
-            Inst::Tanh(x) => wide(&mut a, lanes, d, z(x), true)?,
-            Inst::Logistic(x) => wide(&mut a, lanes, d, z(x), false)?,
-            Inst::Maximum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), true, true)?,
-            Inst::Minimum(x, y) => extremum(&mut a, lanes, d, z(x), z(y), false, true)?,
+            Inst::Exp(x) => exp(a, lanes, d, z(x))?,
+            Inst::Tanh(x) => wide(a, lanes, d, z(x), true)?,
+            Inst::Logistic(x) => wide(a, lanes, d, z(x), false)?,
+            Inst::Sin(x) => trig(a, lanes, d, z(x), false, masked)?,
+            Inst::Cos(x) => trig(a, lanes, d, z(x), true, masked)?,
+            Inst::Maximum(x, y) => extremum(a, lanes, d, z(x), z(y), true, true)?,
+            Inst::Minimum(x, y) => extremum(a, lanes, d, z(x), z(y), false, true)?,
             Inst::Clamp(lo, x, hi) => {
                 let low = lanes.scratch[2];
-                extremum(&mut a, lanes, low, z(x), z(lo), true, false)?;
-                extremum(&mut a, lanes, d, low, z(hi), false, false)?;
+                extremum(a, lanes, low, z(x), z(lo), true, false)?;
+                extremum(a, lanes, d, low, z(hi), false, false)?;
             }
             Inst::Compare(cmp, x, y) => {
                 let predicate = match cmp {
@@ -240,22 +353,14 @@ fn chunk(program: &TileProgram, masked: bool, lanes: Lanes) -> Result<Vec<Instru
             }
         }
     }
-    for (k, &r) in program.outputs.iter().enumerate() {
-        a.mov(rax, qword_ptr(r9 + 8 * k as i32))?;
-        let dst = zmmword_ptr(rax + r13 * 4 + off);
-        if masked {
-            a.vmovups(dst.k1(), z(r))?;
-        } else {
-            a.vmovups(dst, z(r))?;
-        }
-    }
-    Ok(a.take_instructions())
+    Ok(())
 }
 
 /// `vcmpps` predicates (ordered and quiet, except `!=`, which is true for NaN).
 const EQ_OQ: i32 = 0x00;
 const UNORD_Q: i32 = 0x03;
 const NEQ_UQ: i32 = 0x04;
+const NLE_UQ: i32 = 0x16;
 const ORD_Q: i32 = 0x07;
 const LT_OQ: i32 = 0x11;
 const LE_OQ: i32 = 0x12;
@@ -311,10 +416,30 @@ enum K64 {
     C5,
     C6,
     C7,
+    TwoOverPi,
+    /// `pi/2` in three parts: the first 33 bits, the next 33, the rest.
+    PiO2Hi,
+    PiO2Mid,
+    PiO2Lo,
+    /// The integers 1 and 2 (quadrant bits).
+    BitOne,
+    BitTwo,
+    /// The Taylor coefficients of `sin r / r` in `r^2`, highest first, then of `cos r`.
+    Sin0,
+    Sin1,
+    Sin2,
+    Sin3,
+    Sin4,
+    Cos0,
+    Cos1,
+    Cos2,
+    Cos3,
+    Cos4,
+    Cos5,
 }
 
 /// The bits of each [`K64`], in its order.
-const POOL64: [u64; 20] = [
+const POOL64: [u64; 37] = [
     0x7fff_ffff_ffff_ffff,
     0x8000_0000_0000_0000,
     0,
@@ -335,6 +460,23 @@ const POOL64: [u64; 20] = [
     (1.0f64 / 720.0).to_bits(),
     (1.0f64 / 5040.0).to_bits(),
     (1.0f64 / 40320.0).to_bits(),
+    std::f64::consts::FRAC_2_PI.to_bits(),
+    1.5707963267341256f64.to_bits(),
+    6.077100506303966e-11f64.to_bits(),
+    2.0222662487959506e-21f64.to_bits(),
+    1,
+    2,
+    (-1.0f64 / 39916800.0).to_bits(),
+    (1.0f64 / 362880.0).to_bits(),
+    (-1.0f64 / 5040.0).to_bits(),
+    (1.0f64 / 120.0).to_bits(),
+    (-1.0f64 / 6.0).to_bits(),
+    (1.0f64 / 479001600.0).to_bits(),
+    (-1.0f64 / 3628800.0).to_bits(),
+    (1.0f64 / 40320.0).to_bits(),
+    (-1.0f64 / 720.0).to_bits(),
+    (1.0f64 / 24.0).to_bits(),
+    (-1.0f64 / 2.0).to_bits(),
 ];
 
 /// f64 constant `k` as an operand broadcast to every lane.
@@ -450,6 +592,85 @@ fn wide(
     } else {
         a.vmovaps(d, out)
     }
+}
+
+/// `d = sin(x)` (or `cos(x)` when `cos`), step for step as `Inst::Sin` describes, on each
+/// half of the chunk widened to eight f64 lanes; lanes with `|x| > 65536` or NaN (under
+/// `k1` when `masked`) are added to `k6`. Reads `x` before writing `d`.
+fn trig(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    cos: bool,
+    masked: bool,
+) -> Result<(), IcedError> {
+    let [y, t, r, r2, s, c, tmp, out] = lanes.scratch;
+    let [odd, negative] = lanes.masks;
+    a.vpandd(tmp, x, constant(K::Magnitude))?;
+    let beyond = if masked { odd.k1() } else { odd };
+    a.vcmpps(beyond, tmp, constant(K::TrigLimit), NLE_UQ)?;
+    a.korw(k6, k6, odd)?;
+    for half in 0..2 {
+        if half == 0 {
+            a.vcvtps2pd(y, low_half(x))?;
+        } else {
+            a.vextracti64x4(low_half(y), x, 1)?;
+            a.vcvtps2pd(y, low_half(y))?;
+        }
+        // t = x 2/pi + ROUND (two roundings): its low bits are the quadrant k mod 4.
+        a.vmulpd(t, y, constant64(K64::TwoOverPi))?;
+        a.vaddpd(t, t, constant64(K64::Round))?;
+        a.vptestmq(odd, t, constant64(K64::BitOne))?;
+        if cos {
+            // cos is negated in quadrants 1 and 2: bit 1 of k + 1.
+            a.vpaddq(tmp, t, constant64(K64::BitOne))?;
+            a.vptestmq(negative, tmp, constant64(K64::BitTwo))?;
+        } else {
+            a.vptestmq(negative, t, constant64(K64::BitTwo))?;
+        }
+        // k = t - ROUND; r = ((x - k HI) - k MID) - k LO, each step rounded.
+        a.vsubpd(t, t, constant64(K64::Round))?;
+        a.vmulpd(tmp, t, constant64(K64::PiO2Hi))?;
+        a.vsubpd(r, y, tmp)?;
+        a.vmulpd(tmp, t, constant64(K64::PiO2Mid))?;
+        a.vsubpd(r, r, tmp)?;
+        a.vmulpd(tmp, t, constant64(K64::PiO2Lo))?;
+        a.vsubpd(r, r, tmp)?;
+        a.vmulpd(r2, r, r)?;
+        // sin r = r (((((S0 r2 + S1) r2 + S2) r2 + S3) r2 + S4) r2 + 1).
+        splat64(a, s, K64::Sin0)?;
+        for k in [K64::Sin1, K64::Sin2, K64::Sin3, K64::Sin4, K64::C0] {
+            a.vfmadd213pd(s, r2, constant64(k))?;
+        }
+        a.vmulpd(s, s, r)?;
+        // cos r = (((((C0 r2 + C1) r2 + C2) r2 + C3) r2 + C4) r2 + C5) r2 + 1.
+        splat64(a, c, K64::Cos0)?;
+        for k in [
+            K64::Cos1,
+            K64::Cos2,
+            K64::Cos3,
+            K64::Cos4,
+            K64::Cos5,
+            K64::C0,
+        ] {
+            a.vfmadd213pd(c, r2, constant64(k))?;
+        }
+        // sin takes cos r in odd quadrants, cos takes sin r; then the sign.
+        if cos {
+            a.vblendmpd(under_z(tmp, odd), c, s)?;
+        } else {
+            a.vblendmpd(under_z(tmp, odd), s, c)?;
+        }
+        a.vpxorq(under_z(tmp, negative), tmp, constant64(K64::Sign))?;
+        if half == 0 {
+            a.vcvtpd2ps(low_half(out), tmp)?;
+        } else {
+            a.vcvtpd2ps(low_half(tmp), tmp)?;
+            a.vinserti64x4(out, out, low_half(tmp), 1)?;
+        }
+    }
+    a.vmovaps(d, out)
 }
 
 /// Constant `k` as an operand broadcast to every lane.
@@ -589,6 +810,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.cmp(rax, r14)?;
     a.cmovb(r14, rax)?;
     let paired = program.registers() <= PAIRED_REGISTERS;
+    let stops = program.insts.iter().any(|(inst, _)| inst.may_stop());
     let single = if paired {
         Lanes {
             base: 0,
@@ -619,7 +841,13 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
         let second = chunk(program, false, second)?;
         // The copies are the same instructions on other registers: a shared `rax` is
         // loaded with the same pointer by both before either uses it.
-        for (x, y) in first.into_iter().zip(second) {
+        start_check(&mut a, stops)?;
+        for (x, y) in first.0.into_iter().zip(second.0) {
+            a.add_instruction(x)?;
+            a.add_instruction(y)?;
+        }
+        end_check(&mut a, stops, done)?;
+        for (x, y) in first.1.into_iter().zip(second.1) {
             a.add_instruction(x)?;
             a.add_instruction(y)?;
         }
@@ -629,9 +857,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.set_label(&mut full)?;
     a.cmp(r14, 16)?;
     a.jb(tail)?;
-    for x in chunk(program, false, single)? {
-        a.add_instruction(x)?;
-    }
+    emit_chunk(&mut a, chunk(program, false, single)?, stops, done)?;
     advance(&mut a, 16)?;
     a.jmp(full)?;
     a.set_label(&mut tail)?;
@@ -641,19 +867,153 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.mov(edx, -1)?;
     a.bzhi(edx, edx, r14d)?;
     a.kmovw(k1, edx)?;
-    for x in chunk(program, true, single)? {
-        a.add_instruction(x)?;
-    }
+    emit_chunk(&mut a, chunk(program, true, single)?, stops, done)?;
     a.add(rcx, r14)?;
     a.add(r13, r14)?;
     a.set_label(&mut next_row)?;
     a.inc(rbx)?;
     a.xor(r12, r12)?;
     a.jmp(row_loop)?;
+    // Here when finished or stopped: `r13` elements are done.
     a.set_label(&mut done)?;
+    a.mov(rax, r13)?;
     for r in [r15, r14, r13, r12, rbx] {
         a.pop(r)?;
     }
+    a.vzeroupper()?;
+    a.ret()?;
+    a.set_label(&mut pool)?;
+    a.dd(&POOL)?;
+    a.dq(&POOL64)?;
+    a.assemble(0)
+}
+
+/// Clears `k6`, where the instructions collect lanes they do not cover, when the program
+/// has instructions that may stop.
+fn start_check(a: &mut CodeAssembler, stops: bool) -> Result<(), IcedError> {
+    if stops {
+        a.kxorw(k6, k6, k6)?;
+    }
+    Ok(())
+}
+
+/// Jumps to `stop` when any lane went into `k6`.
+fn end_check(a: &mut CodeAssembler, stops: bool, stop: CodeLabel) -> Result<(), IcedError> {
+    if stops {
+        a.kortestw(k6, k6)?;
+        a.jnz(stop)?;
+    }
+    Ok(())
+}
+
+/// One chunk's computing instructions, then (unless a lane stops the code) its stores.
+fn emit_chunk(
+    a: &mut CodeAssembler,
+    (compute, stores): (Vec<Instruction>, Vec<Instruction>),
+    stops: bool,
+    stop: CodeLabel,
+) -> Result<(), IcedError> {
+    start_check(a, stops)?;
+    for x in compute {
+        a.add_instruction(x)?;
+    }
+    end_check(a, stops, stop)?;
+    for x in stores {
+        a.add_instruction(x)?;
+    }
+    Ok(())
+}
+
+/// The loop's function: for each chunk from `from` (the last under a lane mask), loads the
+/// inputs and carried values, runs `trips` iterations that move each carried value's next
+/// register into its own, and stores the carried values. `rdi` the arguments, `r8` and `r9`
+/// the pointer arrays, `rcx` the chunk's first element, `r10` the length, `r11` the trips,
+/// `rdx` the iterations left, `r15` the constants.
+fn assemble_loop(body: &LoopBody) -> Result<Vec<u8>, IcedError> {
+    let mut a = CodeAssembler::new(64)?;
+    let mut chunk_loop = a.create_label();
+    let mut partial = a.create_label();
+    let mut have_mask = a.create_label();
+    let mut iteration = a.create_label();
+    let mut chunk_done = a.create_label();
+    let mut stop = a.create_label();
+    let mut finished = a.create_label();
+    let mut exit = a.create_label();
+    let mut pool = a.create_label();
+    let lanes = Lanes {
+        base: 0,
+        scratch: S_HIGH,
+        masks: [k2, k3],
+        offset: 0,
+    };
+    let stops = body.insts.iter().any(|(inst, _)| inst.may_stop());
+    let states: Vec<u8> = body.carried.iter().map(|&(state, _)| state).collect();
+    // Next values that are another carried value's register (values that trade places)
+    // go through scratch registers (`compile_loop` allows no more carried values than
+    // there are), so every move reads the iteration's values.
+    let through_scratch = body.carried.iter().any(|&(_, next)| states.contains(&next));
+    a.push(r15)?;
+    a.lea(r15, ptr(pool))?;
+    a.mov(r8, qword_ptr(rdi))?;
+    a.mov(r9, qword_ptr(rdi + 8))?;
+    a.mov(rcx, qword_ptr(rdi + 16))?;
+    a.mov(r10, qword_ptr(rdi + 24))?;
+    a.mov(r11, qword_ptr(rdi + 32))?;
+    a.set_label(&mut chunk_loop)?;
+    a.cmp(rcx, r10)?;
+    a.jae(finished)?;
+    // k1: all 16 lanes, or the `len - rcx` left.
+    a.mov(rax, r10)?;
+    a.sub(rax, rcx)?;
+    a.cmp(rax, 16)?;
+    a.jb(partial)?;
+    a.mov(eax, 0xffff)?;
+    a.jmp(have_mask)?;
+    a.set_label(&mut partial)?;
+    a.mov(edx, -1)?;
+    a.bzhi(eax, edx, eax)?;
+    a.set_label(&mut have_mask)?;
+    a.kmovw(k1, eax)?;
+    load_inputs(&mut a, r8, &body.inputs, true, lanes)?;
+    let carried_inputs: Vec<(Input, u8)> = states.iter().map(|&r| (Input::Stream, r)).collect();
+    load_inputs(&mut a, r9, &carried_inputs, true, lanes)?;
+    a.mov(rdx, r11)?;
+    a.set_label(&mut iteration)?;
+    start_check(&mut a, stops)?;
+    self::body(&mut a, &body.insts, true, lanes)?;
+    end_check(&mut a, stops, stop)?;
+    if through_scratch {
+        for (k, &(_, next)) in body.carried.iter().enumerate() {
+            a.vmovaps(S_HIGH[k], ZMM[usize::from(next)])?;
+        }
+        for (k, &(state, _)) in body.carried.iter().enumerate() {
+            a.vmovaps(ZMM[usize::from(state)], S_HIGH[k])?;
+        }
+    } else {
+        for &(state, next) in &body.carried {
+            a.vmovaps(ZMM[usize::from(state)], ZMM[usize::from(next)])?;
+        }
+    }
+    a.dec(rdx)?;
+    a.jnz(iteration)?;
+    a.set_label(&mut chunk_done)?;
+    store(&mut a, r9, &states, rcx, true, lanes)?;
+    a.add(rcx, 16)?;
+    a.jmp(chunk_loop)?;
+    // Stopped in iteration `trips - rdx` of chunk `rcx`: the carried registers still hold
+    // the values before it.
+    a.set_label(&mut stop)?;
+    store(&mut a, r9, &states, rcx, true, lanes)?;
+    a.mov(qword_ptr(rdi + 40), rcx)?;
+    a.mov(rax, r11)?;
+    a.sub(rax, rdx)?;
+    a.mov(qword_ptr(rdi + 48), rax)?;
+    a.mov(eax, 1)?;
+    a.jmp(exit)?;
+    a.set_label(&mut finished)?;
+    a.xor(eax, eax)?;
+    a.set_label(&mut exit)?;
+    a.pop(r15)?;
     a.vzeroupper()?;
     a.ret()?;
     a.set_label(&mut pool)?;

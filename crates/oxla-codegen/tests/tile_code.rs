@@ -1,6 +1,8 @@
 //! Generated tile code against a scalar evaluation of the same program, bit for bit.
 
-use oxla_codegen::{available, Cmp, Input, Inst, TileCode, TileProgram};
+use oxla_codegen::{
+    available, Cmp, Input, Inst, LoopBody, LoopCode, LoopEnd, TileCode, TileProgram, CHUNK,
+};
 
 struct Rng(u64);
 
@@ -67,8 +69,8 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::Sqrt(a) => g(a).sqrt(),
         Inst::Rsqrt(a) => 1.0 / g(a).sqrt(),
         // Checked against the evaluator's own functions in oxla-ir, which define them.
-        Inst::Exp(_) | Inst::Tanh(_) | Inst::Logistic(_) => {
-            unreachable!("the random programs here have no exp, tanh or logistic")
+        Inst::Exp(_) | Inst::Tanh(_) | Inst::Logistic(_) | Inst::Sin(_) | Inst::Cos(_) => {
+            unreachable!("the random programs here have no transcendental functions")
         }
     }
 }
@@ -203,7 +205,10 @@ fn generated_code_computes_the_scalar_bits() {
         let mut outs: Vec<Vec<f32>> = vec![vec![marker; len + 3]; p.outputs.len()];
         let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
         let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..len]).collect();
-        assert!(code.run(&input_refs, &mut out_refs, start, end, row_len));
+        assert_eq!(
+            code.run(&input_refs, &mut out_refs, start, end, row_len),
+            Some(len)
+        );
         for i in start..end {
             let mut regs = [0.0f32; 32];
             for (&(kind, r), input) in p.inputs.iter().zip(&inputs) {
@@ -260,18 +265,34 @@ fn mismatched_operands_are_refused() {
     let per_row = vec![100.0f32, 200.0];
     let mut o = vec![0.0f32; 8];
     // Too few inputs, a short stream, a short row, too few row values, a short output.
-    assert!(!code.run(&[&x, &row], &mut [&mut o[..]], 0, 8, 4));
-    assert!(!code.run(&[&x[..7], &row, &per_row], &mut [&mut o[..]], 0, 8, 4));
-    assert!(!code.run(&[&x, &row[..3], &per_row], &mut [&mut o[..]], 0, 8, 4));
-    assert!(!code.run(&[&x, &row, &per_row[..1]], &mut [&mut o[..]], 0, 8, 4));
-    assert!(!code.run(&[&x, &row, &per_row], &mut [&mut o[..7]], 0, 8, 4));
-    assert!(!code.run(&[&x, &row, &per_row], &mut [&mut o[..]], 0, 8, 0));
+    assert!(code.run(&[&x, &row], &mut [&mut o[..]], 0, 8, 4).is_none());
+    assert!(code
+        .run(&[&x[..7], &row, &per_row], &mut [&mut o[..]], 0, 8, 4)
+        .is_none());
+    assert!(code
+        .run(&[&x, &row[..3], &per_row], &mut [&mut o[..]], 0, 8, 4)
+        .is_none());
+    assert!(code
+        .run(&[&x, &row, &per_row[..1]], &mut [&mut o[..]], 0, 8, 4)
+        .is_none());
+    assert!(code
+        .run(&[&x, &row, &per_row], &mut [&mut o[..7]], 0, 8, 4)
+        .is_none());
+    assert!(code
+        .run(&[&x, &row, &per_row], &mut [&mut o[..]], 0, 8, 0)
+        .is_none());
     assert!(o.iter().all(|&v| v == 0.0));
-    assert!(code.run(&[&x, &row, &per_row], &mut [&mut o[..]], 0, 8, 4));
+    assert_eq!(
+        code.run(&[&x, &row, &per_row], &mut [&mut o[..]], 0, 8, 4),
+        Some(8)
+    );
     assert_eq!(o, [111.0, 111.0, 111.0, 111.0, 211.0, 211.0, 211.0, 211.0]);
     // Elements 3..6 only: the output holds them from its start.
     let mut part = vec![0.0f32; 3];
-    assert!(code.run(&[&x, &row, &per_row], &mut [&mut part[..]], 3, 6, 4));
+    assert_eq!(
+        code.run(&[&x, &row, &per_row], &mut [&mut part[..]], 3, 6, 4),
+        Some(3)
+    );
     assert_eq!(part, [111.0, 211.0, 211.0]);
 }
 
@@ -291,4 +312,282 @@ fn programs_beyond_the_generator_are_not_compiled() {
         outputs: vec![40],
     };
     assert!(TileCode::compile(&wide).is_none());
+}
+
+/// `sin(x * x)` over one row of `n`, with `x` from `values`: the outputs, marked where
+/// the code wrote nothing, and what `run` returned.
+fn sin_of_square(values: &[f32], end: usize) -> (Vec<f32>, Option<usize>) {
+    let p = TileProgram {
+        inputs: vec![(Input::Stream, 0)],
+        insts: vec![(Inst::Multiply(0, 0), 1), (Inst::Sin(1), 2)],
+        outputs: vec![2],
+    };
+    let code = TileCode::compile(&p).expect("compiles");
+    let marker = f32::from_bits(0x7fc0_dead);
+    let mut out = vec![marker; end];
+    let done = code.run(&[values], &mut [&mut out[..]], 0, end, end);
+    (out, done)
+}
+
+#[test]
+fn an_argument_beyond_the_reduction_stops_the_code_at_its_chunk() {
+    if !available() {
+        return;
+    }
+    let marker = f32::from_bits(0x7fc0_dead);
+    let n = 1000;
+    let values: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.01 - 0.4).collect();
+    // All covered: every element done, each within two ulps of the true sine.
+    let (out, done) = sin_of_square(&values, n);
+    assert_eq!(done, Some(n));
+    for (x, got) in values.iter().zip(&out) {
+        let want = ((*x * *x) as f64).sin();
+        assert!((*got as f64 - want).abs() <= 2.0 * f32::EPSILON as f64 * want.abs().max(1e-30));
+    }
+    // 300^2 is beyond 65536; so are infinity and NaN. The elements before the stop are
+    // done, the chunk holding the argument and everything after it are not written.
+    for (bad_at, bad) in [
+        (70, 300.0),
+        (500, f32::INFINITY),
+        (995, f32::NAN),
+        (3, -300.0),
+    ] {
+        let mut v = values.clone();
+        v[bad_at] = bad;
+        let (out, done) = sin_of_square(&v, n);
+        let done = done.expect("operands fit");
+        assert!(
+            done <= bad_at && bad_at - done < 32 && done % 16 == 0,
+            "{bad_at}: {done}"
+        );
+        assert!(out[..done].iter().all(|o| o.to_bits() != marker.to_bits()));
+        assert!(out[done..].iter().all(|o| o.to_bits() == marker.to_bits()));
+    }
+    // A bad argument past `end` does not stop it; nor do the lanes past the end of a
+    // partial chunk, whatever they would compute (here 1 / 0 read as zero).
+    let mut v = values.clone();
+    v[999] = f32::NAN;
+    assert_eq!(sin_of_square(&v, 990).1, Some(990));
+    let p = TileProgram {
+        inputs: vec![(Input::Scalar, 0), (Input::Stream, 1)],
+        insts: vec![(Inst::Divide(0, 1), 2), (Inst::Cos(2), 3)],
+        outputs: vec![3],
+    };
+    let code = TileCode::compile(&p).expect("compiles");
+    let twos = vec![2.0f32; 21];
+    let mut out = [0.0f32; 21];
+    assert_eq!(
+        code.run(&[&[1.0], &twos], &mut [&mut out[..]], 0, 21, 21),
+        Some(21)
+    );
+    assert!(out
+        .iter()
+        .all(|&o| o == 0.5f32.cos() || (o - 0.5f32.cos()).abs() < 1e-7));
+}
+
+/// A random loop body: `carried` values in registers `0..carried`, `inputs` after them,
+/// instructions writing fresh registers, next values picked among all registers.
+fn loop_body(rng: &mut Rng, carried: usize, inputs: usize, n_insts: usize) -> LoopBody {
+    let mut defined: Vec<u8> = (0..(carried + inputs) as u8).collect();
+    let input_list = (0..inputs)
+        .map(|k| {
+            let kind = [Input::Stream, Input::Scalar][rng.below(2)];
+            (kind, (carried + k) as u8)
+        })
+        .collect();
+    let mut insts = Vec::new();
+    let mut next_reg = (carried + inputs) as u8;
+    for _ in 0..n_insts {
+        let pick = |rng: &mut Rng| defined[rng.below(defined.len())];
+        let (a, b, c) = (pick(rng), pick(rng), pick(rng));
+        let inst = match rng.below(10) {
+            0 => Inst::Add(a, b),
+            1 => Inst::Subtract(a, b),
+            2 => Inst::Multiply(a, b),
+            3 => Inst::Divide(a, b),
+            4 => Inst::Maximum(a, b),
+            5 => Inst::Minimum(a, b),
+            6 => Inst::Negate(a),
+            7 => Inst::Sqrt(a),
+            8 => Inst::Select(a, b, c),
+            _ => Inst::Compare(Cmp::Lt, a, b),
+        };
+        // Mostly fresh registers, sometimes an earlier instruction's again.
+        let written: Vec<u8> = defined
+            .iter()
+            .copied()
+            .filter(|&r| usize::from(r) >= carried + inputs)
+            .collect();
+        let d = if written.is_empty() || rng.below(3) > 0 {
+            next_reg += 1;
+            next_reg - 1
+        } else {
+            written[rng.below(written.len())]
+        };
+        insts.push((inst, d));
+        if !defined.contains(&d) {
+            defined.push(d);
+        }
+    }
+    let carried_list = (0..carried as u8)
+        .map(|state| (state, defined[rng.below(defined.len())]))
+        .collect();
+    LoopBody {
+        inputs: input_list,
+        carried: carried_list,
+        insts,
+    }
+}
+
+#[test]
+fn loop_code_computes_the_scalar_iterations() {
+    if !available() {
+        return;
+    }
+    let mut rng = Rng(11);
+    for case in 0..300 {
+        let (carried, inputs, n_insts) = (1 + rng.below(3), rng.below(3), 1 + rng.below(8));
+        let body = loop_body(&mut rng, carried, inputs, n_insts);
+        let code = LoopCode::compile(&body).expect("a body within the budget compiles");
+        let len = 1 + rng.below(70);
+        let from = CHUNK * rng.below(len.div_ceil(CHUNK) + 1);
+        let trips = rng.below(40) as u64;
+        let inputs: Vec<Vec<f32>> = body
+            .inputs
+            .iter()
+            .map(|(kind, _)| {
+                let n = if *kind == Input::Scalar { 1 } else { len };
+                (0..n).map(|_| rng.value() * 0.5).collect()
+            })
+            .collect();
+        let initial: Vec<Vec<f32>> = body
+            .carried
+            .iter()
+            .map(|_| (0..len).map(|_| rng.value()).collect())
+            .collect();
+        let mut carried = initial.clone();
+        let input_refs: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
+        let mut carried_refs: Vec<&mut [f32]> = carried.iter_mut().map(|v| &mut v[..]).collect();
+        let end = code.run(&input_refs, &mut carried_refs, from, len, trips);
+        assert_eq!(end, Some(LoopEnd::Finished), "case {case}");
+        for i in 0..len {
+            let mut regs = [0.0f32; 32];
+            for (k, &(state, _)) in body.carried.iter().enumerate() {
+                regs[usize::from(state)] = initial[k][i];
+            }
+            for (&(kind, r), input) in body.inputs.iter().zip(&inputs) {
+                regs[usize::from(r)] = if kind == Input::Scalar {
+                    input[0]
+                } else {
+                    input[i]
+                };
+            }
+            if i >= from {
+                for _ in 0..trips {
+                    for &(inst, d) in &body.insts {
+                        regs[usize::from(d)] = eval(inst, &regs);
+                    }
+                    let next: Vec<f32> = body
+                        .carried
+                        .iter()
+                        .map(|&(_, n)| regs[usize::from(n)])
+                        .collect();
+                    for (&(state, _), v) in body.carried.iter().zip(next) {
+                        regs[usize::from(state)] = v;
+                    }
+                }
+            }
+            for (k, &(state, _)) in body.carried.iter().enumerate() {
+                let (want, got) = (regs[usize::from(state)], carried[k][i]);
+                assert!(
+                    want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                    "case {case}, element {i} (from {from} of {len}, {trips} trips), carried \
+                     {k}: {want:?} against {got:?} for {body:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_loop_stops_before_the_iteration_that_leaves_the_reduction() {
+    if !available() {
+        return;
+    }
+    // x <- 2x, with sin(2x) computed (and unused): 2x leaves [-65536, 65536] in
+    // iteration 16 for x = 1, never for x = 0.
+    let body = LoopBody {
+        inputs: vec![(Input::Scalar, 1)],
+        carried: vec![(0, 2)],
+        insts: vec![(Inst::Multiply(0, 1), 2), (Inst::Sin(2), 3)],
+    };
+    let code = LoopCode::compile(&body).expect("compiles");
+    let mut x = [0.0f32; 40];
+    x[20] = 1.0;
+    x[35] = 1e-30;
+    let end = code.run(&[&[2.0]], &mut [&mut x[..]], 0, 40, 100);
+    assert_eq!(
+        end,
+        Some(LoopEnd::Stopped {
+            chunk: 16,
+            trips_done: 16
+        })
+    );
+    assert!(x[..20].iter().chain(&x[21..32]).all(|&v| v == 0.0));
+    assert_eq!(x[20], 65536.0);
+    assert_eq!(x[35], 1e-30, "a chunk after the stop is untouched");
+    // Resumed after that chunk, the rest finishes.
+    let end = code.run(&[&[2.0]], &mut [&mut x[..]], 32, 40, 100);
+    assert_eq!(end, Some(LoopEnd::Finished));
+    assert_eq!(x[35], 1e-30 * 2f32.powi(100));
+}
+
+#[test]
+fn loop_bodies_beyond_the_generator_are_not_compiled() {
+    // Writing a carried value's register, writing an input's, reading nothing written.
+    let writes_state = LoopBody {
+        inputs: vec![],
+        carried: vec![(0, 0)],
+        insts: vec![(Inst::Negate(0), 0)],
+    };
+    let writes_input = LoopBody {
+        inputs: vec![(Input::Stream, 1)],
+        carried: vec![(0, 2)],
+        insts: vec![(Inst::Negate(0), 1), (Inst::Negate(1), 2)],
+    };
+    let undefined = LoopBody {
+        inputs: vec![],
+        carried: vec![(0, 2)],
+        insts: vec![(Inst::Add(0, 5), 2)],
+    };
+    let row_input = LoopBody {
+        inputs: vec![(Input::RowVector, 1)],
+        carried: vec![(0, 2)],
+        insts: vec![(Inst::Add(0, 1), 2)],
+    };
+    for body in [writes_state, writes_input, undefined, row_input] {
+        assert!(LoopCode::compile(&body).is_none(), "{body:?}");
+    }
+    if !available() {
+        return;
+    }
+    // Slices that do not fit, and a start inside a chunk.
+    let body = LoopBody {
+        inputs: vec![(Input::Stream, 1)],
+        carried: vec![(0, 2)],
+        insts: vec![(Inst::Add(0, 1), 2)],
+    };
+    let code = LoopCode::compile(&body).expect("compiles");
+    let y = vec![1.0f32; 20];
+    let mut x = [0.0f32; 20];
+    assert!(code.run(&[&y[..19]], &mut [&mut x[..]], 0, 20, 3).is_none());
+    assert!(code.run(&[&y], &mut [&mut x[..19]], 0, 20, 3).is_none());
+    assert!(code.run(&[&y], &mut [&mut x[..]], 8, 20, 3).is_none());
+    assert!(code.run(&[], &mut [&mut x[..]], 0, 20, 3).is_none());
+    assert!(x.iter().all(|&v| v == 0.0));
+    assert_eq!(
+        code.run(&[&y], &mut [&mut x[..]], 0, 20, 3),
+        Some(LoopEnd::Finished)
+    );
+    assert!(x.iter().all(|&v| v == 3.0));
 }

@@ -33,6 +33,9 @@ use std::collections::HashMap;
 /// Elements per tile: the registers of a group stay in the first two cache levels.
 pub(crate) const TILE: usize = 1024;
 
+/// Elements the tile loops compute where generated code stopped, before it goes on.
+const STOPPED_BLOCK: usize = 256;
+
 /// Groups over fewer elements run op by op: scalar bodies of reductions and sorts would
 /// pay the kernel's setup per element.
 const MIN_ELEMENTS: usize = 8;
@@ -669,7 +672,40 @@ impl FusedKernel {
 
     /// Evaluates elements `start..end`; `outs[k]` holds output `k`'s elements from `start`.
     fn run_range(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
-        if self.run_generated(sources, start, end, outs) {
+        let mut at = start;
+        while let Some(done) = self.run_generated(sources, at, end, outs, at - start) {
+            at += done;
+            if at == end {
+                return;
+            }
+            // The code stopped at an element it does not cover (the sine of a huge argument,
+            // say): the tile loops take a block from there, then the code goes on.
+            let stop = (at + STOPPED_BLOCK).min(end);
+            self.interpret_part(sources, (start, at, stop), outs);
+            at = stop;
+        }
+        self.interpret_part(sources, (start, at, end), outs);
+    }
+
+    /// Elements `at..stop` on the tile loops, where `outs` hold the elements from `start`
+    /// (all f32 when `at > start`: generated code computed the ones before).
+    fn interpret_part(
+        &self,
+        sources: &[Source<'_>],
+        (start, at, stop): (usize, usize, usize),
+        outs: &mut [&mut [u8]],
+    ) {
+        if at == start {
+            return self.interpret(sources, at, stop, outs);
+        }
+        let skip = (at - start) * 4;
+        let mut part: SmallVec<[&mut [u8]; 4]> = outs.iter_mut().map(|o| &mut o[skip..]).collect();
+        self.interpret(sources, at, stop, &mut part);
+    }
+
+    /// [`FusedKernel::run_range`] on the tile loops.
+    fn interpret(&self, sources: &[Source<'_>], start: usize, end: usize, outs: &mut [&mut [u8]]) {
+        if start >= end {
             return;
         }
         let need = TILE.min(end - start) * self.num_regs;
@@ -684,31 +720,30 @@ impl FusedKernel {
         });
     }
 
-    /// [`FusedKernel::run_range`] through the kernel's generated code; `false`, with nothing
-    /// written, when it has none (or it is off) or an output is not f32-aligned.
+    /// [`FusedKernel::run_range`] through the kernel's generated code, from element
+    /// `start` (which `outs` hold from element `skip` on): how many elements it computed,
+    /// or `None`, with nothing written, when it has none (or it is off) or an output is
+    /// not f32-aligned.
     fn run_generated(
         &self,
         sources: &[Source<'_>],
         start: usize,
         end: usize,
         outs: &mut [&mut [u8]],
-    ) -> bool {
-        let Some(code) = &self.code else {
-            return false;
-        };
+        skip: usize,
+    ) -> Option<usize> {
+        let code = self.code.as_ref()?;
         let mut inputs: SmallVec<[&[f32]; 8]> = SmallVec::with_capacity(sources.len());
         for src in sources {
             match src {
                 Source::F32(v) => inputs.push(v),
-                Source::Pred(_) => return false,
+                Source::Pred(_) => return None,
             }
         }
         let mut dsts: SmallVec<[&mut [f32]; 4]> = SmallVec::with_capacity(outs.len());
         for out in outs.iter_mut() {
-            match bytemuck::try_cast_slice_mut::<u8, f32>(out) {
-                Ok(values) => dsts.push(values),
-                Err(_) => return false,
-            }
+            let values = bytemuck::try_cast_slice_mut::<u8, f32>(out).ok()?;
+            dsts.push(values.get_mut(skip..)?);
         }
         code.run(&inputs, &mut dsts, start, end)
     }

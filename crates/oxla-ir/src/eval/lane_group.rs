@@ -245,6 +245,35 @@ fn trig(x: &Lane, reduced: impl Fn(f32) -> f32, f: impl Fn(f32) -> f32) -> Lane 
     }
 }
 
+/// The generated-code form of one op, when it has one.
+fn generated(op: LaneOp) -> Option<(oxla_codegen::Inst, u8)> {
+    use oxla_codegen::Inst as G;
+    use LaneOp as L;
+    Some(match op {
+        L::Add(a, b, d) => (G::Add(a, b), d),
+        L::Subtract(a, b, d) => (G::Subtract(a, b), d),
+        L::Multiply(a, b, d) => (G::Multiply(a, b), d),
+        L::Divide(a, b, d) => (G::Divide(a, b), d),
+        L::Maximum(a, b, d) => (G::Maximum(a, b), d),
+        L::Minimum(a, b, d) => (G::Minimum(a, b), d),
+        L::Abs(a, d) => (G::Abs(a), d),
+        L::Negate(a, d) => (G::Negate(a), d),
+        L::Sqrt(a, d) => (G::Sqrt(a), d),
+        L::Rsqrt(a, d) => (G::Rsqrt(a), d),
+        L::Exponential(a, d) => (G::Exp(a), d),
+        L::Logistic(a, d) => (G::Logistic(a), d),
+        L::Tanh(a, d) => (G::Tanh(a), d),
+        L::Sine(a, d) => (G::Sin(a), d),
+        L::Cosine(a, d) => (G::Cos(a), d),
+        L::Power(..)
+        | L::Ceil(..)
+        | L::Floor(..)
+        | L::ExponentialMinusOne(..)
+        | L::Log(..)
+        | L::LogPlusOne(..) => return None,
+    })
+}
+
 /// A loop-carried value of a [`LaneGroup::run_counted`] loop: the register the group reads
 /// it from (none when the group does not read it), the register holding its next value after
 /// an iteration, and its slot.
@@ -274,6 +303,48 @@ impl LaneGroup {
             .map(|&(_, r)| r)
     }
 
+    /// The [`LaneGroup::run_counted`] loop as a body for generated code: the body, and the
+    /// slots of its inputs and of its carried values in the body's order. `None` when an op
+    /// has no generated form. A carried value the group does not read gets a register of
+    /// its own past the group's, holding its value from one iteration to the next.
+    pub(crate) fn loop_body(
+        &self,
+        carried: &[Carried],
+    ) -> Option<(oxla_codegen::LoopBody, Vec<usize>, Vec<usize>)> {
+        let insts = self
+            .ops
+            .iter()
+            .map(|&op| generated(op))
+            .collect::<Option<Vec<_>>>()?;
+        let carried_slots: Vec<usize> = carried.iter().map(|c| c.slot).collect();
+        let (inputs, input_slots): (Vec<_>, Vec<usize>) = self
+            .loads
+            .iter()
+            .filter(|(s, _)| !carried_slots.contains(s))
+            .map(|&(s, r)| ((oxla_codegen::Input::Stream, r), s))
+            .unzip();
+        let mut extra = self.registers;
+        let carried_regs = carried
+            .iter()
+            .map(|c| {
+                let state = match c.state {
+                    Some(r) => r,
+                    None => {
+                        extra += 1;
+                        u8::try_from(extra - 1).ok()?
+                    }
+                };
+                Some((state, c.next))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let body = oxla_codegen::LoopBody {
+            inputs,
+            carried: carried_regs,
+            insts,
+        };
+        Some((body, input_slots, carried_slots))
+    }
+
     /// Whether the group loads `slot`.
     pub(crate) fn loads(&self, slot: usize) -> bool {
         self.loads.iter().any(|&(s, _)| s == slot)
@@ -282,19 +353,20 @@ impl LaneGroup {
     /// Runs `trips` iterations of a loop whose whole body is this group plus a counter: the
     /// loop-carried values `carried` stay in registers from one iteration to the next, chunk
     /// by chunk (every op is elementwise, so each chunk's iterations depend on that chunk
-    /// alone), and only their final values are stored. `regs` holds at least
+    /// alone), and only their final values are stored. Only the chunks starting in `chunks`
+    /// (element indices, multiples of [`LANES`]) run. `regs` holds at least
     /// [`LaneGroup::registers`] lanes and `next` one per carried value.
     pub(crate) fn run_counted(
         &self,
         trips: u64,
         carried: &[Carried],
+        chunks: std::ops::Range<usize>,
         mem: &mut [Vec<Block>],
-        regs: &mut [Lane],
-        next: &mut [Lane],
+        (regs, next): (&mut [Lane], &mut [Lane]),
     ) {
         oxla_simd::vectorized(
             #[inline(always)]
-            || self.run_counted_chunks(trips, carried, mem, regs, next),
+            || self.run_counted_chunks(trips, carried, chunks, mem, regs, next),
         )
     }
 
@@ -303,6 +375,7 @@ impl LaneGroup {
         &self,
         trips: u64,
         carried: &[Carried],
+        chunks: std::ops::Range<usize>,
         mem: &mut [Vec<Block>],
         regs: &mut [Lane],
         next: &mut [Lane],
@@ -310,8 +383,8 @@ impl LaneGroup {
         if trips == 0 {
             return;
         }
-        let mut start = 0;
-        while start < self.len {
+        let mut start = chunks.start;
+        while start < self.len.min(chunks.end) {
             for &(s, r) in &self.loads {
                 regs[usize::from(r)] = chunk(&mem[s], start);
             }

@@ -268,6 +268,16 @@ pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
         .collect()
 }
 
+/// For each `while` in the body of function `name` (its entry block), whether its register
+/// program runs as generated code (a counted loop whose body is one register run of ops
+/// with a generated form, on a machine that runs generated code).
+pub fn generated_loops(module: &Module, name: &str) -> Vec<bool> {
+    loop_programs(module, name)
+        .into_iter()
+        .map(|p| p.is_some_and(|p| p.has_generated_code()))
+        .collect()
+}
+
 /// For each `while` in the body of function `name`, how many runs of f32 instructions its
 /// register program evaluates chunk by chunk in registers (0 for a loop that does not compile).
 pub fn loop_register_runs(module: &Module, name: &str) -> Vec<usize> {

@@ -15,13 +15,15 @@
 //! interpreter.
 
 use super::elementwise::{compare_bytes, is_binary, is_unary, ordering_matches, zip_bytes, Float};
-use super::lane_group::{Block, Carried, GroupBuilder, Lane, LaneGroup};
+use super::lane_group::{Block, Carried, GroupBuilder, Lane, LaneGroup, LANES};
+use super::tile_code::CountedCode;
 use super::trip_count::{self, CountedLoop};
 use super::typed::Plain;
 use super::Value;
 use crate::attrs::{ComparisonDirection, ComparisonType};
 use crate::{Attribute, ElementType, Function, Literal, Module, Op, OpKind, TensorType, Type};
 use crate::{IrError, ValueId};
+use oxla_codegen::LoopEnd;
 use std::collections::HashMap;
 
 /// Values larger than this run in the interpreter, whose kernels tile and thread.
@@ -234,6 +236,8 @@ struct CountedRun {
     group: usize,
     trips: u64,
     carried: Vec<Carried>,
+    /// The same loop as generated code, where the machine and the ops allow.
+    code: Option<CountedCode>,
     /// The counter's slot and the bytes of its final value.
     counter: (usize, Vec<u8>),
 }
@@ -286,6 +290,7 @@ fn counted_run(
     Some(CountedRun {
         group: g,
         trips: counted.trips,
+        code: CountedCode::new(group, &carried, counted.trips),
         carried,
         counter: (counter, end),
     })
@@ -704,6 +709,11 @@ fn int_compare(
 }
 
 impl LoopProgram {
+    /// Whether the loop runs as generated code ([`CountedCode`]).
+    pub(crate) fn has_generated_code(&self) -> bool {
+        self.counted.as_ref().is_some_and(|c| c.code.is_some())
+    }
+
     /// How many runs of f32 instructions the loop evaluates in registers.
     pub(crate) fn register_runs(&self) -> usize {
         self.groups.len()
@@ -759,13 +769,26 @@ impl LoopProgram {
         if let Some(counted) = &self.counted {
             let mut next = vec![Lane::default(); counted.carried.len()];
             let group = &self.groups[counted.group];
-            group.run_counted(
-                counted.trips,
-                &counted.carried,
-                &mut mem,
-                &mut regs,
-                &mut next,
-            );
+            let (trips, len) = (counted.trips, group.len());
+            // Generated code first, chunk by chunk from `from`; a chunk it stopped in
+            // finishes its iterations in the register run.
+            let mut from = 0;
+            while let Some(end) = counted
+                .code
+                .as_ref()
+                .and_then(|c| c.run(&mut mem, from, len, trips))
+            {
+                let LoopEnd::Stopped { chunk, trips_done } = end else {
+                    from = len;
+                    break;
+                };
+                let rest = chunk..chunk + LANES;
+                let lanes = (regs.as_mut_slice(), next.as_mut_slice());
+                group.run_counted(trips - trips_done, &counted.carried, rest, &mut mem, lanes);
+                from = chunk + LANES;
+            }
+            let lanes = (regs.as_mut_slice(), next.as_mut_slice());
+            group.run_counted(trips, &counted.carried, from..len, &mut mem, lanes);
             let (slot, end) = &counted.counter;
             bytes_mut(&mut mem[*slot], end.len()).copy_from_slice(end);
         }

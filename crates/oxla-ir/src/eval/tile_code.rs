@@ -1,4 +1,4 @@
-//! Fused kernels run as generated machine code.
+//! Fused kernels and counted loops run as generated machine code.
 //!
 //! A fused kernel's tile instructions each loop over the whole tile, storing their result
 //! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
@@ -10,13 +10,21 @@
 //! repeated over the rows (a gain or bias), as one value per row (a mean) or as one value,
 //! runs instead as one generated loop over its elements that keeps every intermediate in a
 //! vector register. The code is compiled the first time the kernel runs. It computes the
-//! same IEEE operations as the tile loops, so results keep the interpreter's bits.
+//! same IEEE operations as the tile loops, so results keep the interpreter's bits. `sin` and
+//! `cos` cover arguments up to 65536 in magnitude; where the code meets another, it stops,
+//! and the tile loops compute a block from there before the code goes on.
+//!
+//! A compiled loop (`small_loop`) whose whole body is one register run and a counter
+//! ([`CountedCode`]) runs as one generated loop too: per chunk of 16 elements the carried
+//! values stay in vector registers across all iterations. Where a `sin` or `cos` stops it,
+//! the register run finishes that chunk's iterations and the code goes on with the next.
 //!
 //! [`set_enabled`] switches generated code off (and on) for the whole process, for
 //! comparisons and benchmarks.
 
+use super::lane_group::{Block, Carried, LaneGroup};
 use crate::OpKind;
-use oxla_codegen::{Cmp, Input, TileCode, TileProgram};
+use oxla_codegen::{Cmp, Input, LoopBody, LoopCode, LoopEnd, TileCode, TileProgram};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -91,6 +99,8 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 OpKind::Exponential => G::Exp(a),
                 OpKind::Tanh => G::Tanh(a),
                 OpKind::Logistic => G::Logistic(a),
+                OpKind::Sine => G::Sin(a),
+                OpKind::Cosine => G::Cos(a),
                 _ => return None,
             }
         }
@@ -235,26 +245,105 @@ impl KernelCode {
     }
 
     /// Runs elements `start..end` of the kernel: `inputs` the whole input values in the
-    /// kernel's input order, `outs` the outputs' elements from `start`. `false`, with
-    /// nothing written, when the code is off, did not compile, or an operand does not fit.
+    /// kernel's input order, `outs` the outputs' elements from `start`. Returns how many
+    /// elements from `start` it computed (fewer than all where a `sin` or `cos` argument
+    /// is beyond what the code reduces); `None`, with nothing written, when the code is
+    /// off, did not compile, or an operand does not fit.
     pub(crate) fn run(
         &self,
         inputs: &[&[f32]],
         outs: &mut [&mut [f32]],
         start: usize,
         end: usize,
-    ) -> bool {
+    ) -> Option<usize> {
         if !enabled() {
-            return false;
+            return None;
         }
         let code = self
             .0
             .code
             .get_or_init(|| TileCode::compile(&self.0.program));
-        match code {
-            Some(code) => code.run(inputs, outs, start, end, self.0.row_len),
-            None => false,
+        code.as_ref()?.run(inputs, outs, start, end, self.0.row_len)
+    }
+}
+
+/// Counted loops with less work than this (iterations times 16-element chunks) keep the
+/// register run: their generated code would take longer to compile than it saves.
+const MIN_LOOP_WORK: u64 = 256;
+
+// Generated loops and register runs split values into the same chunks.
+const _: () = assert!(super::lane_group::LANES == oxla_codegen::CHUNK);
+
+/// The generated-code form of a counted loop's register run
+/// ([`LaneGroup::run_counted`]).
+pub(crate) struct CountedCode {
+    body: LoopBody,
+    /// The slots of the body's inputs and of its carried values, in the body's order.
+    input_slots: Vec<usize>,
+    carried_slots: Vec<usize>,
+    /// The code, compiled on first use (`None` when compiling failed).
+    code: OnceLock<Option<LoopCode>>,
+}
+
+impl std::fmt::Debug for CountedCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountedCode")
+            .field("body", &self.body)
+            .field("input_slots", &self.input_slots)
+            .field("carried_slots", &self.carried_slots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CountedCode {
+    /// The generated form of `trips` iterations of `group` carrying `carried`; `None` when
+    /// this machine has no code generator, the loop is too small to gain from it, or an op
+    /// has no generated form.
+    pub(crate) fn new(group: &LaneGroup, carried: &[Carried], trips: u64) -> Option<CountedCode> {
+        let chunks = group.len().div_ceil(oxla_codegen::CHUNK) as u64;
+        if !oxla_codegen::available() || trips.saturating_mul(chunks) < MIN_LOOP_WORK {
+            return None;
         }
+        let (body, input_slots, carried_slots) = group.loop_body(carried)?;
+        Some(CountedCode {
+            body,
+            input_slots,
+            carried_slots,
+            code: OnceLock::new(),
+        })
+    }
+
+    /// Runs `trips` iterations over the chunks from element `from` of slot memory `mem`
+    /// (values of `len` elements): where it ended, or `None`, with nothing run, when the
+    /// code is off or did not compile.
+    pub(crate) fn run(
+        &self,
+        mem: &mut [Vec<Block>],
+        from: usize,
+        len: usize,
+        trips: u64,
+    ) -> Option<LoopEnd> {
+        if !enabled() {
+            return None;
+        }
+        let code = self
+            .code
+            .get_or_init(|| LoopCode::compile(&self.body))
+            .as_ref()?;
+        // One borrow per slot: the inputs' shared, the carried values' exclusive.
+        let mut inputs: Vec<Option<&[f32]>> = vec![None; self.input_slots.len()];
+        let mut carried: Vec<Option<&mut [f32]>> = Vec::new();
+        carried.resize_with(self.carried_slots.len(), || None);
+        for (s, blocks) in mem.iter_mut().enumerate() {
+            if let Some(k) = self.carried_slots.iter().position(|&c| c == s) {
+                carried[k] = Some(bytemuck::cast_slice_mut(blocks.as_mut_slice()));
+            } else if let Some(k) = self.input_slots.iter().position(|&i| i == s) {
+                inputs[k] = Some(bytemuck::cast_slice(blocks.as_slice()));
+            }
+        }
+        let inputs: Vec<&[f32]> = inputs.into_iter().collect::<Option<_>>()?;
+        let mut carried: Vec<&mut [f32]> = carried.into_iter().collect::<Option<_>>()?;
+        code.run(&inputs, &mut carried, from, len, trips)
     }
 }
 
@@ -262,9 +351,9 @@ impl KernelCode {
 mod tests {
     use super::*;
 
-    /// Generated `exp`, `tanh` and `logistic` against the evaluator's, bit for bit, over
-    /// special values, the clamping bounds, results that turn denormal or overflow, and a
-    /// sweep of the range.
+    /// Generated `exp`, `tanh`, `logistic`, `sin` and `cos` against the evaluator's, bit for
+    /// bit, over special values, the clamping bounds, results that turn denormal or
+    /// overflow, quadrant boundaries, and a sweep of the range.
     #[test]
     fn generated_math_gives_the_evaluators_bits() {
         if !available() {
@@ -315,7 +404,7 @@ mod tests {
         }
         use super::super::fastmath;
         type Reference = fn(f32) -> f32;
-        let cases: [(oxla_codegen::Inst, Reference, &str); 3] = [
+        let cases: [(oxla_codegen::Inst, Reference, &str); 5] = [
             (oxla_codegen::Inst::Exp(0), fastmath::exp, "exp"),
             (oxla_codegen::Inst::Tanh(0), fastmath::tanh, "tanh"),
             (
@@ -323,8 +412,24 @@ mod tests {
                 fastmath::logistic,
                 "logistic",
             ),
+            (oxla_codegen::Inst::Sin(0), fastmath::sin, "sin"),
+            (oxla_codegen::Inst::Cos(0), fastmath::cos, "cos"),
         ];
+        // Arguments around multiples of pi/4 (where the quadrant changes) and up to the
+        // trigonometric functions' bound; beyond it they stop (tested in oxla-codegen).
+        for k in -200..200 {
+            let x = k as f32 * std::f32::consts::FRAC_PI_4;
+            let near = |d: i32| f32::from_bits(x.to_bits().wrapping_add_signed(d));
+            xs.extend([x, near(1), near(-1)]);
+        }
+        xs.extend([65536.0, -65536.0, 65535.99, 1e4, 12345.678, -40000.5]);
         for (inst, reference, name) in cases {
+            let trig = inst.may_stop();
+            let xs: Vec<f32> = if trig {
+                xs.iter().copied().filter(|x| x.abs() <= 65536.0).collect()
+            } else {
+                xs.clone()
+            };
             let program = TileProgram {
                 inputs: vec![(Input::Stream, 0)],
                 insts: vec![(inst, 1)],
@@ -332,7 +437,8 @@ mod tests {
             };
             let code = TileCode::compile(&program).expect("compiles");
             let mut out = vec![0.0f32; xs.len()];
-            assert!(code.run(&[&xs], &mut [&mut out], 0, xs.len(), xs.len()));
+            let done = code.run(&[&xs], &mut [&mut out], 0, xs.len(), xs.len());
+            assert_eq!(done, Some(xs.len()), "{name}");
             for (x, got) in xs.iter().zip(&out) {
                 let want = reference(*x);
                 assert!(
