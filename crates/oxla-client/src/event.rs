@@ -13,6 +13,9 @@ type Callback = Box<dyn FnOnce(Result<()>) + Send>;
 struct State {
     status: Option<Result<()>>,
     callbacks: Vec<Callback>,
+    /// Threads blocked in [`Event::wait`]: completing an event nobody waits on makes no
+    /// wake-up call (a system call on Linux, on every execution's events).
+    waiters: usize,
 }
 
 struct Inner {
@@ -74,9 +77,11 @@ impl Event {
                 return false;
             }
             state.status = Some(status.clone());
+            if state.waiters > 0 {
+                self.inner.ready.notify_all();
+            }
             std::mem::take(&mut state.callbacks)
         };
-        self.inner.ready.notify_all();
         for callback in callbacks {
             callback(status.clone());
         }
@@ -100,11 +105,13 @@ impl Event {
             if let Some(status) = &state.status {
                 return status.clone();
             }
+            state.waiters += 1;
             state = self
                 .inner
                 .ready
                 .wait(state)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state.waiters -= 1;
         }
     }
 

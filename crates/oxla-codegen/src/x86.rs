@@ -61,13 +61,12 @@ enum K {
     Taylor4,
     Taylor3,
     Half,
-    Bias,
     Zero,
     TrigLimit,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 20] = [
+const POOL: [u32; 18] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -84,12 +83,10 @@ const POOL: [u32; 20] = [
     (1.0f32 / 24.0).to_bits(),
     (1.0f32 / 6.0).to_bits(),
     0.5f32.to_bits(),
-    127,
     0,
     65536.0f32.to_bits(),
-    // Padding: `POOL64` follows 8-byte aligned.
-    0,
 ];
+// `POOL64` follows 8-byte aligned.
 const _: () = assert!(POOL.len().is_multiple_of(2));
 
 pub(crate) fn available() -> bool {
@@ -731,21 +728,20 @@ fn exp(
     d: AsmRegisterZmm,
     x: AsmRegisterZmm,
 ) -> Result<(), IcedError> {
-    let [xs, c, t, ki, p, err, s1, s2] = lanes.scratch;
+    let [xs, c, t, k, p, err, s1, _] = lanes.scratch;
     // Clamp to [-104, 89]. `vmaxps`/`vminps` return their second operand when either is
     // NaN or they are equal, so with the bound first a NaN `x` stays.
     splat(a, c, K::ExpLow)?;
     a.vmaxps(xs, c, x)?;
     splat(a, c, K::ExpHigh)?;
     a.vminps(xs, c, xs)?;
-    // t = x * log2(e) + ROUND32 (one rounding); ki = bits(t) - bits(ROUND32); k = t - ROUND32.
+    // t = x * log2(e) + ROUND32 (one rounding); k = t - ROUND32, an integer.
     splat(a, t, K::Round32)?;
     a.vfmadd231ps(t, xs, constant(K::Log2E))?;
-    a.vpsubd(ki, t, constant(K::Round32))?;
-    a.vsubps(t, t, constant(K::Round32))?;
+    a.vsubps(k, t, constant(K::Round32))?;
     // r = x - k * LN2_HI, then r - k * LN2_LO, each one rounding.
-    a.vfnmadd231ps(xs, t, constant(K::Ln2Hi))?;
-    a.vfnmadd231ps(xs, t, constant(K::Ln2Lo))?;
+    a.vfnmadd231ps(xs, k, constant(K::Ln2Hi))?;
+    a.vfnmadd231ps(xs, k, constant(K::Ln2Lo))?;
     // p = ((((1/5040 r + 1/720) r + 1/120) r + 1/24) r + 1/6) r + 1/2.
     splat(a, p, K::Taylor7)?;
     for coefficient in [K::Taylor6, K::Taylor5, K::Taylor4, K::Taylor3, K::Half] {
@@ -759,15 +755,10 @@ fn exp(
     a.vmulps(s1, xs, xs)?;
     a.vfmadd213ps(s1, p, err)?;
     a.vaddps(t, t, s1)?;
-    // The scale 2^ki as 2^h * 2^(ki - h), h = ki >> 1 (arithmetic).
-    a.vpsrad(p, ki, 1)?;
-    a.vpaddd(s1, p, constant(K::Bias))?;
-    a.vpslld(s1, s1, 23)?;
-    a.vpsubd(s2, ki, p)?;
-    a.vpaddd(s2, s2, constant(K::Bias))?;
-    a.vpslld(s2, s2, 23)?;
-    a.vmulps(t, t, s1)?;
-    a.vmulps(d, t, s2)
+    // e 2^k, rounded once. The evaluator scales by 2^h then 2^(k - h), h = k >> 1: the
+    // first product is exact (|k| <= 150 keeps both factors and it normal), so the second
+    // rounds the same exact value `vscalefps` rounds.
+    a.vscalefps(d, t, k)
 }
 
 /// Moves the element index, column and output index `n` elements on, and takes `n` off

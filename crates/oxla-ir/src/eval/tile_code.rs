@@ -423,6 +423,9 @@ mod tests {
             xs.extend([x, near(1), near(-1)]);
         }
         xs.extend([65536.0, -65536.0, 65535.99, 1e4, 12345.678, -40000.5]);
+        // exp's denormal results (one rounding of a scaled value) and its overflow edge.
+        xs.extend((0..20_000).map(|i| -104.0 + i as f32 * (17.0 / 20_000.0)));
+        xs.extend((0..2_000).map(|i| 88.0 + i as f32 * (1.0 / 2_000.0)));
         for (inst, reference, name) in cases {
             let trig = inst.may_stop();
             let xs: Vec<f32> = if trig {
