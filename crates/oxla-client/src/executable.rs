@@ -1007,21 +1007,60 @@ fn signature_agrees(
 
 /// Programs at most this many ops (counting nested regions) may run on the calling thread.
 const INLINE_MAX_OPS: usize = 64;
-/// ... and only when no value of theirs is larger than this many bytes.
-const INLINE_MAX_VALUE_BYTES: usize = 64 * 1024;
+/// ... when their ops together write at most this many elements (a few milliseconds of
+/// elementwise work at most; a softmax or layer norm over a million elements is well
+/// inside it, and runs in a few hundred microseconds, where handing it to a worker and
+/// waking the caller again would add tens of microseconds) ...
+const INLINE_MAX_ELEMENTS: u64 = 16 << 20;
+/// ... when their products, convolutions, sorts, FFTs and other heavy ops read and write
+/// values of at most this many bytes ...
+const INLINE_MAX_HEAVY_BYTES: usize = 64 * 1024;
 /// ... and when their loops together do at most this much work
 /// ([`oxla_ir::eval::counted_loop_work`]: about ten microseconds per thousand).
 const INLINE_MAX_LOOP_WORK: u64 = 16 * 1024;
 
-/// Whether executions of `module` are cheap enough to run on the calling thread: few ops,
-/// small values, only loops whose trip count is known and whose work is small (compiled
-/// counted loops, `fori_loop` with constant bounds over small values) and no custom calls
-/// (host callbacks call back into the embedding program, which may expect to run them on a
-/// worker).
+/// Whether `kind` costs far more than one step per element it writes.
+fn heavy(kind: &OpKind) -> bool {
+    use OpKind as K;
+    matches!(
+        kind,
+        K::DotGeneral
+            | K::Dot
+            | K::Convolution
+            | K::Sort
+            | K::Fft
+            | K::ReduceWindow
+            | K::SelectAndScatter
+            | K::Scatter
+            | K::Cholesky
+            | K::TriangularSolve
+    )
+}
+
+/// Whether executions of `module` are cheap enough to run on the calling thread: few ops
+/// writing a bounded number of elements, heavy ops only on small values, only loops whose
+/// trip count is known and whose work is small (compiled counted loops, `fori_loop` with
+/// constant bounds over small values) and no custom calls (host callbacks call back into
+/// the embedding program, which may expect to run them on a worker).
 fn runs_inline(module: &oxla_ir::Module) -> bool {
     struct Budget {
         ops: usize,
+        elements: u64,
         loop_work: u64,
+    }
+    fn bytes(ty: &Type) -> usize {
+        match ty {
+            Type::Tensor(t) => t.byte_size().unwrap_or(usize::MAX),
+            Type::Tuple(types) => types.iter().map(bytes).fold(0, usize::saturating_add),
+            _ => 0,
+        }
+    }
+    fn elements(ty: &Type) -> u64 {
+        match ty {
+            Type::Tensor(t) => t.num_elements().map_or(u64::MAX, |n| n as u64),
+            Type::Tuple(types) => types.iter().map(elements).fold(0, u64::saturating_add),
+            _ => 0,
+        }
     }
     fn region_ok(
         module: &oxla_ir::Module,
@@ -1029,12 +1068,28 @@ fn runs_inline(module: &oxla_ir::Module) -> bool {
         region: &oxla_ir::Region,
         budget: &mut Budget,
     ) -> bool {
+        let ty = |v: &oxla_ir::ValueId| func.values.get(v.index());
         region.blocks.iter().all(|block| {
             block.ops.iter().all(|op| {
                 if budget.ops == 0 || op.kind == OpKind::CustomCall {
                     return false;
                 }
                 budget.ops -= 1;
+                let written: u64 = op.results.iter().filter_map(ty).map(elements).sum();
+                match budget.elements.checked_sub(written) {
+                    Some(left) => budget.elements = left,
+                    None => return false,
+                }
+                if heavy(&op.kind)
+                    && op
+                        .operands
+                        .iter()
+                        .chain(&op.results)
+                        .filter_map(ty)
+                        .any(|t| bytes(t) > INLINE_MAX_HEAVY_BYTES)
+                {
+                    return false;
+                }
                 if op.kind == OpKind::While {
                     let work = oxla_ir::eval::counted_loop_work(module, func, op);
                     match work {
@@ -1048,23 +1103,15 @@ fn runs_inline(module: &oxla_ir::Module) -> bool {
             })
         })
     }
-    fn small(ty: &Type) -> bool {
-        match ty {
-            Type::Tensor(t) => t
-                .byte_size()
-                .is_some_and(|size| size <= INLINE_MAX_VALUE_BYTES),
-            Type::Tuple(types) => types.iter().all(small),
-            _ => true,
-        }
-    }
     let mut budget = Budget {
         ops: INLINE_MAX_OPS,
+        elements: INLINE_MAX_ELEMENTS,
         loop_work: INLINE_MAX_LOOP_WORK,
     };
     module
         .functions
         .iter()
-        .all(|f| f.values.iter().all(small) && region_ok(module, f, &f.body, &mut budget))
+        .all(|f| region_ok(module, f, &f.body, &mut budget))
 }
 
 /// Runs `job` on a thread of its own; if no thread can be started, hands it to `fallback`.
@@ -1391,16 +1438,39 @@ func.func public @main(%a: tensor<i32>) -> tensor<i32> {
             .compile(looped.as_bytes(), CompileOptions::default())
             .unwrap();
         assert!(!exe.executable().inner.inline);
-        let large = "
-func.func public @main(%a: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
-  %0 = stablehlo.add %a, %a : tensor<1024x1024xf32>
-  return %0 : tensor<1024x1024xf32>
-}
-";
-        let exe = client
-            .compile(large.as_bytes(), CompileOptions::default())
-            .unwrap();
-        assert!(!exe.executable().inner.inline);
+        // Elementwise work over a million elements runs inline; over a hundred million,
+        // or a product of large matrices, it does not.
+        let elementwise = |n: usize| {
+            format!(
+                "
+func.func public @main(%a: tensor<{n}x1024xf32>) -> tensor<{n}x1024xf32> {{
+  %0 = stablehlo.add %a, %a : tensor<{n}x1024xf32>
+  %1 = stablehlo.multiply %0, %a : tensor<{n}x1024xf32>
+  return %1 : tensor<{n}x1024xf32>
+}}
+"
+            )
+        };
+        let inline = |text: &str| {
+            let exe = client
+                .compile(text.as_bytes(), CompileOptions::default())
+                .unwrap();
+            exe.executable().inner.inline
+        };
+        assert!(inline(&elementwise(1024)));
+        assert!(!inline(&elementwise(100 * 1024)));
+        let product = |n: usize| {
+            format!(
+                "
+func.func public @main(%a: tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32> {{
+  %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<{n}x{n}xf32>, tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32>
+  return %0 : tensor<{n}x{n}xf32>
+}}
+"
+            )
+        };
+        assert!(inline(&product(16)));
+        assert!(!inline(&product(512)));
         // A counted loop (constant start, bound and step) of little work runs inline, and
         // gives the same answer; the same loop with a million trips does not.
         let counted = |trips: u32| {
