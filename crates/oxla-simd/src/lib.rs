@@ -17,9 +17,11 @@
 mod denormals;
 mod fold;
 mod matmul;
+mod transpose;
 pub use denormals::FlushDenormals;
 pub use fold::{fold_lanes_f32, LaneFold, FOLD_LANES};
 pub use matmul::{matmul, GemmScalar, Strided};
+pub use transpose::transpose32;
 
 /// Which instruction-set level this CPU offers, detected once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -262,7 +262,6 @@ pub(crate) fn transpose(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
 /// tile stay within a few cache lines each, instead of one cache line per element read.
 /// `None` for other permutations, or when the bytes cannot be viewed as `T`.
 fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) -> Option<Vec<u8>> {
-    const TILE: usize = 32;
     let rank = out.len();
     if rank < 2 || st[rank - 2] != 1 || st[rank - 1] <= 1 {
         return None;
@@ -291,6 +290,39 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
         let last = base + (cols - 1) * col_stride + rows;
         let src = src.get(..last)?;
         let plane_out = &mut dst[p * plane..(p + 1) * plane];
+        // 32-bit elements: 8 x 8 blocks in vector registers.
+        if std::mem::size_of::<T>() == 4 {
+            let from: &[u32] = bytemuck::try_cast_slice(&src[base..]).ok()?;
+            let to: &mut [u32] = bytemuck::try_cast_slice_mut(plane_out).ok()?;
+            if !oxla_simd::transpose32(from, col_stride, to, cols, rows, cols) {
+                return None;
+            }
+        } else {
+            copy_tiles(src, base, col_stride, plane_out, rows, cols);
+        }
+        for d in (0..lead.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < lead[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Some(data)
+}
+
+/// `out[r * cols + c] = src[base + r + c * col_stride]`, in square tiles so that both the
+/// reads and the writes of a tile stay within a few cache lines each.
+fn copy_tiles<T: Copy>(
+    src: &[T],
+    base: usize,
+    col_stride: usize,
+    plane_out: &mut [T],
+    rows: usize,
+    cols: usize,
+) {
+    const TILE: usize = 32;
+    {
         for r0 in (0..rows).step_by(TILE) {
             let r1 = (r0 + TILE).min(rows);
             for c0 in (0..cols).step_by(TILE) {
@@ -303,15 +335,7 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
                 }
             }
         }
-        for d in (0..lead.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < lead[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
     }
-    Some(data)
 }
 
 /// Permutes `x` by `perm` without an op (used by reduce and dot).
