@@ -343,6 +343,27 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
     for (t, &r) in taps.iter().enumerate() {
         tap_of[r] = t;
     }
+    // With features innermost (NHWC), per output position the copies of its window: taps
+    // whose inputs and columns both follow on from the previous tap's (the taps along a
+    // row of the kernel, say) merge into one run (input offset, column, length).
+    let runs: Option<Vec<Vec<(usize, usize, usize)>>> = if p.lhs_feature_stride == 1 {
+        p.taps
+            .iter()
+            .map(|(_, pairs)| {
+                let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+                for &(l, r) in pairs {
+                    let d = tap_of.get(r)?.checked_mul(kin)?;
+                    match runs.last_mut() {
+                        Some((l0, d0, len)) if *l0 + *len == l && *d0 + *len == d => *len += kin,
+                        _ => runs.push((l, d, kin)),
+                    }
+                }
+                Some(runs)
+            })
+            .collect()
+    } else {
+        None
+    };
     // Rows of the window matrix are (batch element, output position) pairs, so one
     // product covers many batch elements; the matrix is bounded to 2^17 elements, so it
     // stays in the second cache level between being built and being read.
@@ -401,25 +422,33 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                     arow.fill(T::ZERO);
                 }
                 let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
-                for &(l, r) in &p.taps.get(pos)?.1 {
-                    let t = *tap_of.get(r)?;
-                    let dst = arow.get_mut(t * kin..(t + 1) * kin)?;
-                    if p.lhs_feature_stride == 1 {
-                        // Features innermost (NHWC): one contiguous copy per tap; a few
-                        // features (an image's channels) element by element, cheaper than
-                        // a `memcpy` call.
-                        let src = lhs.get(lhs_base + l..lhs_base + l + kin)?;
-                        if kin < 16 {
-                            for (d, &v) in dst.iter_mut().zip(src) {
+                if let Some(runs) = &runs {
+                    // Features innermost (NHWC): one contiguous copy per run of taps; a
+                    // short run in fixed-size pieces, cheaper than a `memcpy` call.
+                    for &(l, d, len) in runs.get(pos)? {
+                        let src = lhs.get(lhs_base + l..lhs_base + l + len)?;
+                        let dst = arow.get_mut(d..d + len)?;
+                        if len <= 256 {
+                            let mut pieces = dst.chunks_exact_mut(8);
+                            for (d, s) in (&mut pieces).zip(src.chunks_exact(8)) {
+                                d.copy_from_slice(s);
+                            }
+                            let rest = pieces.into_remainder();
+                            let tail = &src[len - rest.len()..];
+                            for (d, &v) in rest.iter_mut().zip(tail) {
                                 *d = v;
                             }
                         } else {
                             dst.copy_from_slice(src);
                         }
-                    } else {
-                        for (i, d) in dst.iter_mut().enumerate() {
-                            *d = lhs.get(lhs_base + i * p.lhs_feature_stride + l).copied()?;
-                        }
+                    }
+                    continue;
+                }
+                for &(l, r) in &p.taps.get(pos)?.1 {
+                    let t = *tap_of.get(r)?;
+                    let dst = arow.get_mut(t * kin..(t + 1) * kin)?;
+                    for (i, d) in dst.iter_mut().enumerate() {
+                        *d = lhs.get(lhs_base + i * p.lhs_feature_stride + l).copied()?;
                     }
                 }
             }
