@@ -156,6 +156,16 @@ pub struct TileProgram {
     pub insts: Vec<(Inst, u8)>,
     /// The register of each output, stored after the last instruction.
     pub outputs: Vec<u8>,
+    /// Per row sum: the register whose values are summed along each row, and the input
+    /// (read as one value) the sum starts from; [`TileCode::run_with_row_sums`] writes one
+    /// total per row. The order is the evaluator's for rows of at least 32 elements: 32
+    /// lanes, lane `j` adding elements `j`, `32 + j`, ... of the row's whole 32-element
+    /// pieces in order; the lanes added pairwise (lane `j` plus lane `j + 16`, then `+ 8`,
+    /// `+ 4`, `+ 2`, `+ 1`); the rest of the row added one element at a time; the initial
+    /// value plus that total. Programs with row sums compile when they leave two registers
+    /// per sum in a pair of chunks (at most 8 registers with the accumulators) and have no
+    /// instruction that may stop.
+    pub row_sums: Vec<(u8, usize)>,
 }
 
 impl TileProgram {
@@ -169,6 +179,7 @@ impl TileProgram {
         inputs
             .chain(insts)
             .chain(self.outputs.iter().copied())
+            .chain(self.row_sums.iter().map(|&(r, _)| r))
             .map(|r| usize::from(r) + 1)
             .max()
             .unwrap_or(0)
@@ -181,6 +192,7 @@ pub struct TileCode {
     code: x86::Code,
     inputs: Vec<Input>,
     outputs: usize,
+    row_sums: usize,
 }
 
 impl std::fmt::Debug for TileCode {
@@ -218,6 +230,7 @@ impl TileCode {
                 code: x86::compile(program)?,
                 inputs: program.inputs.iter().map(|&(kind, _)| kind).collect(),
                 outputs: program.outputs.len(),
+                row_sums: program.row_sums.len(),
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -232,8 +245,9 @@ impl TileCode {
     /// elements from `start` it computed: all of them, or fewer when an instruction that
     /// may stop ([`Inst::may_stop`]) met an argument it does not cover; the outputs then
     /// hold exactly those elements, and the rest is left to the caller. `None`, with
-    /// nothing written, when the counts do not match the program or a slice is too short
-    /// for the elements it must provide.
+    /// nothing written, when the counts do not match the program (a program with row sums
+    /// runs through [`TileCode::run_with_row_sums`]) or a slice is too short for the
+    /// elements it must provide.
     pub fn run(
         &self,
         inputs: &[&[f32]],
@@ -242,7 +256,30 @@ impl TileCode {
         end: usize,
         row_len: usize,
     ) -> Option<usize> {
-        if end < start || row_len == 0 {
+        self.run_with_row_sums(inputs, outs, &mut [], start, end, row_len)
+    }
+
+    /// [`TileCode::run`] for a program with row sums: `sums` holds one slice per row sum,
+    /// receiving the totals of rows `start / row_len..end / row_len` from its start.
+    /// `start` and `end` must fall on row boundaries, and rows hold at least 32 elements.
+    pub fn run_with_row_sums(
+        &self,
+        inputs: &[&[f32]],
+        outs: &mut [&mut [f32]],
+        sums: &mut [&mut [f32]],
+        start: usize,
+        end: usize,
+        row_len: usize,
+    ) -> Option<usize> {
+        if end < start || row_len == 0 || sums.len() != self.row_sums {
+            return None;
+        }
+        if self.row_sums > 0
+            && (row_len < 32
+                || !start.is_multiple_of(row_len)
+                || !end.is_multiple_of(row_len)
+                || sums.iter().any(|s| s.len() < (end - start) / row_len))
+        {
             return None;
         }
         let rows = end.div_ceil(row_len);
@@ -270,6 +307,8 @@ impl TileCode {
             let input_ptrs: SmallVec<[*const f32; 8]> = inputs.iter().map(|s| s.as_ptr()).collect();
             let out_ptrs: SmallVec<[*mut f32; 8]> =
                 outs.iter_mut().map(|o| o.as_mut_ptr()).collect();
+            let sum_ptrs: SmallVec<[*mut f32; 4]> =
+                sums.iter_mut().map(|o| o.as_mut_ptr()).collect();
             let args = x86::Args {
                 inputs: input_ptrs.as_ptr(),
                 outs: out_ptrs.as_ptr(),
@@ -278,11 +317,13 @@ impl TileCode {
                 row_len,
                 row: start / row_len,
                 col: start % row_len,
+                sums: sum_ptrs.as_ptr(),
             };
             // SAFETY: the code reads, per input kind, elements below `end`, `row_len` or
-            // `end.div_ceil(row_len)` (or element 0), and writes elements `0..end - start`
-            // of each output, all checked above; the pointer arrays have the counts the
-            // program was compiled for.
+            // `end.div_ceil(row_len)` (or element 0), writes elements `0..end - start` of
+            // each output and, with row sums, elements `0..(end - start) / row_len` of each
+            // sum (whole rows, checked above), all inside the slices; the pointer arrays
+            // have the counts the program was compiled for.
             let done = unsafe { self.code.call(&args) };
             Some(done.min(end - start))
         }
@@ -363,6 +404,7 @@ impl LoopCode {
             inputs: fixed.iter().map(|&r| (Input::Stream, r)).collect(),
             insts: body.insts.clone(),
             outputs: body.carried.iter().map(|&(_, next)| next).collect(),
+            row_sums: Vec::new(),
         };
         let distinct = fixed
             .iter()
@@ -471,5 +513,8 @@ fn defined_before_use(program: &TileProgram) -> bool {
         }
         defined[usize::from(*d)] = true;
     }
-    program.outputs.iter().all(|&r| defined[usize::from(r)])
+    let sums_ok = program.row_sums.iter().all(|&(r, init)| {
+        defined[usize::from(r)] && matches!(program.inputs.get(init), Some((Input::Scalar, _)))
+    });
+    sums_ok && program.outputs.iter().all(|&r| defined[usize::from(r)])
 }

@@ -104,6 +104,8 @@ pub(crate) struct Args {
     /// `start / row_len` and `start % row_len`.
     pub row: usize,
     pub col: usize,
+    /// One pointer per row sum of the program: its first row's total.
+    pub sums: *const *mut f32,
 }
 
 /// What the generated function of a loop reads from its one argument, and writes back
@@ -179,6 +181,15 @@ fn load(bytes: &[u8]) -> Option<Code> {
 
 pub(crate) fn compile(program: &TileProgram) -> Option<Code> {
     if program.registers() > PROGRAM_REGISTERS {
+        return None;
+    }
+    // Row sums keep two accumulators per sum in the registers a pair of chunks leaves
+    // free, and are not split by an instruction that stops.
+    let summing = !program.row_sums.is_empty();
+    if summing
+        && (program.registers() + program.row_sums.len() > PAIRED_REGISTERS
+            || program.insts.iter().any(|(inst, _)| inst.may_stop()))
+    {
         return None;
     }
     load(&assemble(program).ok()?)
@@ -778,7 +789,8 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     let mut next_row = a.create_label();
     let mut done = a.create_label();
     let mut pool = a.create_label();
-    for r in [rbx, r12, r13, r14, r15] {
+    let mut pairs_done = a.create_label();
+    for r in [rbx, r12, r13, r14, r15, rbp] {
         a.push(r)?;
     }
     a.lea(r15, ptr(pool))?;
@@ -789,10 +801,15 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.mov(r11, qword_ptr(rdi + 32))?;
     a.mov(rbx, qword_ptr(rdi + 40))?;
     a.mov(r12, qword_ptr(rdi + 48))?;
+    // Row sums: `rdi` the pointer array, `rbp` the first row.
+    a.mov(rbp, rbx)?;
+    a.mov(rdi, qword_ptr(rdi + 56))?;
     a.xor(r13, r13)?;
+    let sums = RowSums::new(program);
     a.set_label(&mut row_loop)?;
     a.cmp(rcx, r10)?;
     a.jae(done)?;
+    sums.start_row(&mut a)?;
     // This row's segment: to the row's end or to `end`, whichever comes first.
     a.mov(r14, r11)?;
     a.sub(r14, r12)?;
@@ -827,7 +844,12 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
         let mut pair = a.create_label();
         a.set_label(&mut pair)?;
         a.cmp(r14, 32)?;
-        a.jb(full)?;
+        // Row sums combine their lanes once the pairs are done.
+        a.jb(if sums.sums.is_empty() {
+            full
+        } else {
+            pairs_done
+        })?;
         let first = chunk(program, false, single)?;
         let second = chunk(program, false, second)?;
         // The copies are the same instructions on other registers: a shared `rax` is
@@ -838,17 +860,23 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
             a.add_instruction(y)?;
         }
         end_check(&mut a, stops, done)?;
+        sums.add_pair(&mut a)?;
         for (x, y) in first.1.into_iter().zip(second.1) {
             a.add_instruction(x)?;
             a.add_instruction(y)?;
         }
         advance(&mut a, 32)?;
         a.jmp(pair)?;
+        if !sums.sums.is_empty() {
+            a.set_label(&mut pairs_done)?;
+            sums.combine(&mut a)?;
+        }
     }
     a.set_label(&mut full)?;
     a.cmp(r14, 16)?;
     a.jb(tail)?;
     emit_chunk(&mut a, chunk(program, false, single)?, stops, done)?;
+    sums.add_lanes(&mut a, false)?;
     advance(&mut a, 16)?;
     a.jmp(full)?;
     a.set_label(&mut tail)?;
@@ -859,16 +887,18 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.bzhi(edx, edx, r14d)?;
     a.kmovw(k1, edx)?;
     emit_chunk(&mut a, chunk(program, true, single)?, stops, done)?;
+    sums.add_lanes(&mut a, true)?;
     a.add(rcx, r14)?;
     a.add(r13, r14)?;
     a.set_label(&mut next_row)?;
+    sums.finish_row(&mut a)?;
     a.inc(rbx)?;
     a.xor(r12, r12)?;
     a.jmp(row_loop)?;
     // Here when finished or stopped: `r13` elements are done.
     a.set_label(&mut done)?;
     a.mov(rax, r13)?;
-    for r in [r15, r14, r13, r12, rbx] {
+    for r in [rbp, r15, r14, r13, r12, rbx] {
         a.pop(r)?;
     }
     a.vzeroupper()?;
@@ -877,6 +907,114 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.dd(&POOL)?;
     a.dq(&POOL64)?;
     a.assemble(0)
+}
+
+const XMM: [AsmRegisterXmm; 16] = [
+    xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
+    xmm15,
+];
+
+/// The row sums of a program (`TileProgram::row_sums`), in the evaluator's order for a row
+/// of at least 32 elements: 32 lanes, lane `j` adding elements `j`, `32 + j`, ... of the
+/// row's whole 32-element pieces (here the first and second chunk of each pair, into two
+/// accumulators that start at `-0.0`, so the first add copies); then the lanes added
+/// pairwise (16, 8, 4, 2, 1); then the rest of the row element by element; then the
+/// initial value plus that total. Per sum: the value's register index, the one-value input
+/// holding the initial value, and the accumulators, in the registers past the program's in
+/// each chunk's set (so below 8, which VEX instructions reach).
+struct RowSums {
+    sums: Vec<(usize, usize, usize, usize)>,
+}
+
+impl RowSums {
+    fn new(program: &TileProgram) -> RowSums {
+        let base = program.registers();
+        RowSums {
+            sums: program
+                .row_sums
+                .iter()
+                .enumerate()
+                .map(|(s, &(value, init))| {
+                    let value = usize::from(value);
+                    (value, init, base + s, PAIRED_REGISTERS + base + s)
+                })
+                .collect(),
+        }
+    }
+
+    /// Both accumulators of every sum to `-0.0` (`-0.0 + x` is `x`, for every `x`).
+    fn start_row(&self, a: &mut CodeAssembler) -> Result<(), IcedError> {
+        for &(_, _, lo, hi) in &self.sums {
+            splat(a, ZMM[lo], K::Sign)?;
+            splat(a, ZMM[hi], K::Sign)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a pair of chunks: the first chunk's value to the low lanes, the second's (in
+    /// the second register set) to the high ones.
+    fn add_pair(&self, a: &mut CodeAssembler) -> Result<(), IcedError> {
+        for &(value, _, lo, hi) in &self.sums {
+            a.vaddps(ZMM[lo], ZMM[lo], ZMM[value])?;
+            a.vaddps(ZMM[hi], ZMM[hi], ZMM[PAIRED_REGISTERS + value])?;
+        }
+        Ok(())
+    }
+
+    /// The 32 lanes added pairwise, low half plus high half, down to lane 0 of `lo`.
+    fn combine(&self, a: &mut CodeAssembler) -> Result<(), IcedError> {
+        for &(_, _, lo, hi) in &self.sums {
+            let (zl, zh) = (ZMM[lo], ZMM[hi]);
+            let (xl, xh) = (XMM[lo], XMM[hi]);
+            a.vaddps(zl, zl, zh)?;
+            a.vextractf64x4(low_half(zh), zl, 1)?;
+            a.vaddps(low_half(zl), low_half(zl), low_half(zh))?;
+            a.vextractf128(xh, low_half(zl), 1)?;
+            a.vaddps(xl, xl, xh)?;
+            a.vmovhlps(xh, xh, xl)?;
+            a.vaddps(xl, xl, xh)?;
+            a.vmovshdup(xh, xl)?;
+            a.vaddss(xl, xl, xh)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the chunk's values one by one to the total: all 16, or the low `r14` when
+    /// `masked`. The values go through the red zone below the stack pointer.
+    fn add_lanes(&self, a: &mut CodeAssembler, masked: bool) -> Result<(), IcedError> {
+        for &(value, _, lo, _) in &self.sums {
+            a.vmovups(zmmword_ptr(rsp - 64), ZMM[value])?;
+            if masked {
+                let mut lane = a.create_label();
+                a.xor(esi, esi)?;
+                a.set_label(&mut lane)?;
+                a.vaddss(XMM[lo], XMM[lo], dword_ptr(rsp + rsi * 4 - 64))?;
+                a.inc(rsi)?;
+                a.cmp(rsi, r14)?;
+                a.jb(lane)?;
+            } else {
+                for i in 0..16 {
+                    a.vaddss(XMM[lo], XMM[lo], dword_ptr(rsp + (4 * i - 64)))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the initial value plus the total for row `rbx` (at `rbx - rbp` of each sum's
+    /// output).
+    fn finish_row(&self, a: &mut CodeAssembler) -> Result<(), IcedError> {
+        for (s, &(_, init, lo, hi)) in self.sums.iter().enumerate() {
+            a.mov(rax, qword_ptr(r8 + 8 * init as i32))?;
+            a.vmovss(XMM[hi], dword_ptr(rax))?;
+            a.vaddss(XMM[hi], XMM[hi], XMM[lo])?;
+            a.mov(rax, qword_ptr(rdi + 8 * s as i32))?;
+            a.mov(rdx, rbx)?;
+            a.sub(rdx, rbp)?;
+            a.vmovss(dword_ptr(rax + rdx * 4), XMM[hi])?;
+        }
+        Ok(())
+    }
 }
 
 /// Clears `k6`, where the instructions collect lanes they do not cover, when the program

@@ -164,6 +164,7 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
         inputs,
         insts,
         outputs,
+        row_sums: Vec::new(),
     }
 }
 
@@ -257,6 +258,7 @@ fn mismatched_operands_are_refused() {
         ],
         insts: vec![(Inst::Add(0, 1), 3), (Inst::Add(3, 2), 3)],
         outputs: vec![3],
+        row_sums: Vec::new(),
     };
     let code = TileCode::compile(&p).unwrap();
     // Two rows of four.
@@ -303,6 +305,7 @@ fn programs_beyond_the_generator_are_not_compiled() {
         inputs: vec![(Input::Stream, 0)],
         insts: vec![(Inst::Add(0, 5), 1)],
         outputs: vec![1],
+        row_sums: Vec::new(),
     };
     assert!(TileCode::compile(&undefined).is_none());
     // More registers than the generator has.
@@ -310,6 +313,7 @@ fn programs_beyond_the_generator_are_not_compiled() {
         inputs: vec![(Input::Stream, 0)],
         insts: vec![(Inst::Negate(0), 40)],
         outputs: vec![40],
+        row_sums: Vec::new(),
     };
     assert!(TileCode::compile(&wide).is_none());
 }
@@ -321,6 +325,7 @@ fn sin_of_square(values: &[f32], end: usize) -> (Vec<f32>, Option<usize>) {
         inputs: vec![(Input::Stream, 0)],
         insts: vec![(Inst::Multiply(0, 0), 1), (Inst::Sin(1), 2)],
         outputs: vec![2],
+        row_sums: Vec::new(),
     };
     let code = TileCode::compile(&p).expect("compiles");
     let marker = f32::from_bits(0x7fc0_dead);
@@ -372,6 +377,7 @@ fn an_argument_beyond_the_reduction_stops_the_code_at_its_chunk() {
         inputs: vec![(Input::Scalar, 0), (Input::Stream, 1)],
         insts: vec![(Inst::Divide(0, 1), 2), (Inst::Cos(2), 3)],
         outputs: vec![3],
+        row_sums: Vec::new(),
     };
     let code = TileCode::compile(&p).expect("compiles");
     let twos = vec![2.0f32; 21];
@@ -590,4 +596,149 @@ fn loop_bodies_beyond_the_generator_are_not_compiled() {
         Some(LoopEnd::Finished)
     );
     assert!(x.iter().all(|&v| v == 3.0));
+}
+
+/// The evaluator's row sum (see `TileProgram::row_sums`) of `row`, from `init`.
+fn row_sum(row: &[f32], init: f32) -> f32 {
+    let mut lanes = [0.0f32; 32];
+    lanes.copy_from_slice(&row[..32]);
+    let whole = row.len() - row.len() % 32;
+    for piece in row[32..whole].chunks_exact(32) {
+        for (a, &v) in lanes.iter_mut().zip(piece) {
+            *a += v;
+        }
+    }
+    let mut width = 16;
+    while width > 0 {
+        for j in 0..width {
+            let high = lanes[j + width];
+            lanes[j] += high;
+        }
+        width /= 2;
+    }
+    let mut total = lanes[0];
+    for &v in &row[whole..] {
+        total += v;
+    }
+    init + total
+}
+
+#[test]
+fn row_sums_follow_the_evaluators_order() {
+    if !available() {
+        return;
+    }
+    let mut rng = Rng(23);
+    for case in 0..300 {
+        // A small program: at most 6 registers, so two accumulators per sum fit beside it.
+        let n_inputs = 1 + rng.below(3);
+        let n_insts = 1 + rng.below(5);
+        let mut p = program(&mut rng, n_inputs, n_insts, 5);
+        p.inputs.push((Input::Scalar, 5));
+        let n_sums = 1 + rng.below(2);
+        let defined: Vec<u8> = p
+            .inputs
+            .iter()
+            .map(|&(_, r)| r)
+            .chain(p.insts.iter().map(|&(_, d)| d))
+            .collect();
+        let init = p.inputs.len() - 1;
+        p.row_sums = (0..n_sums)
+            .map(|_| (defined[rng.below(defined.len())], init))
+            .collect();
+        let Some(code) = TileCode::compile(&p) else {
+            assert!(
+                p.registers() + n_sums > 8,
+                "case {case}: {p:?} does not compile"
+            );
+            continue;
+        };
+        let row_len = [32, 33, 47, 48, 63, 64, 100, 517, 1024][rng.below(9)];
+        let rows = 1 + rng.below(4);
+        let first = rng.below(3);
+        let (start, end) = (first * row_len, (first + rows) * row_len);
+        let total = end;
+        let inputs: Vec<Vec<f32>> = p
+            .inputs
+            .iter()
+            .map(|(kind, _)| {
+                let n = match kind {
+                    Input::Stream => total,
+                    Input::RowVector => row_len,
+                    Input::RowScalar => total.div_ceil(row_len),
+                    Input::Scalar => 1,
+                };
+                (0..n).map(|_| rng.value()).collect()
+            })
+            .collect();
+        let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
+        let mut outs: Vec<Vec<f32>> = vec![vec![0.0; end - start]; p.outputs.len()];
+        let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+        let mut sums: Vec<Vec<f32>> = vec![vec![f32::from_bits(0x7fc0_dead); rows + 1]; n_sums];
+        let mut sum_refs: Vec<&mut [f32]> = sums.iter_mut().map(|o| o.as_mut_slice()).collect();
+        let done = code.run_with_row_sums(
+            &input_refs,
+            &mut out_refs,
+            &mut sum_refs,
+            start,
+            end,
+            row_len,
+        );
+        assert_eq!(done, Some(end - start), "case {case}");
+        for r in 0..rows {
+            // The register values of every element of the row, by the scalar evaluation.
+            let mut values: Vec<[f32; 32]> = Vec::new();
+            for i in (first + r) * row_len..(first + r + 1) * row_len {
+                let mut regs = [0.0f32; 32];
+                for (&(kind, reg), input) in p.inputs.iter().zip(&inputs) {
+                    regs[usize::from(reg)] = match kind {
+                        Input::Stream => input[i],
+                        Input::RowVector => input[i % row_len],
+                        Input::RowScalar => input[i / row_len],
+                        Input::Scalar => input[0],
+                    };
+                }
+                for &(inst, d) in &p.insts {
+                    regs[usize::from(d)] = eval(inst, &regs);
+                }
+                values.push(regs);
+            }
+            for (k, &(reg, _)) in p.row_sums.iter().enumerate() {
+                let row: Vec<f32> = values.iter().map(|v| v[usize::from(reg)]).collect();
+                let want = row_sum(&row, inputs[init][0]);
+                let got = sums[k].get(r).copied().expect("a total per row");
+                assert!(
+                    want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                    "case {case}, row {r} of {rows} (rows of {row_len}), sum {k}: {want:?} \
+                     against {got:?} for {p:?}"
+                );
+            }
+        }
+        assert!(
+            sums.iter().all(|s| s[rows].to_bits() == 0x7fc0_dead),
+            "wrote past the rows"
+        );
+    }
+    // Ranges off row boundaries, short rows and missing sums are refused.
+    let p = TileProgram {
+        inputs: vec![(Input::Stream, 0), (Input::Scalar, 1)],
+        insts: vec![(Inst::Multiply(0, 0), 2)],
+        outputs: vec![],
+        row_sums: vec![(2, 1)],
+    };
+    let code = TileCode::compile(&p).expect("compiles");
+    let x = vec![1.5f32; 128];
+    let mut s = [0.0f32; 4];
+    assert!(code
+        .run_with_row_sums(&[&x, &[0.0]], &mut [], &mut [&mut s[..]], 0, 48, 32)
+        .is_none());
+    assert!(code
+        .run_with_row_sums(&[&x, &[0.0]], &mut [], &mut [&mut s[..]], 0, 32, 16)
+        .is_none());
+    assert!(code.run(&[&x, &[0.0]], &mut [], 0, 64, 32).is_none());
+    assert_eq!(
+        code.run_with_row_sums(&[&x, &[0.5]], &mut [], &mut [&mut s[..]], 0, 128, 32),
+        Some(128)
+    );
+    assert_eq!(s, [72.5; 4]);
 }

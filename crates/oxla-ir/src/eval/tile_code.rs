@@ -236,6 +236,7 @@ impl KernelCode {
                 .map(|(inst, d)| Some((translate(inst)?, reg(*d)?)))
                 .collect::<Option<_>>()?,
             outputs: outputs.iter().map(|&r| reg(r)).collect::<Option<_>>()?,
+            row_sums: Vec::new(),
         };
         Some(KernelCode(Arc::new(Inner {
             program,
@@ -437,6 +438,7 @@ mod tests {
                 inputs: vec![(Input::Stream, 0)],
                 insts: vec![(inst, 1)],
                 outputs: vec![1],
+                row_sums: Vec::new(),
             };
             let code = TileCode::compile(&program).expect("compiles");
             let mut out = vec![0.0f32; xs.len()];
