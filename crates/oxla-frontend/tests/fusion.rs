@@ -6,7 +6,7 @@
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
     compiled_loops, counted_loop_work, fused_groups, generated_groups, generated_loops,
-    loop_register_runs, row_group_programs, row_groups, run_function_cached,
+    loop_register_runs, row_group_merged_sums, row_group_programs, row_groups, run_function_cached,
     run_function_with_options, tile_code, EvalOptions, PlanCache, SingleDevice,
 };
 use oxla_ir::{ElementType, Literal, Module, OpKind, TensorType, Type};
@@ -526,6 +526,15 @@ fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
         .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
         .collect();
     assert_fusion_invisible(&module, &args, "layer norm and softmax");
+    // The variance's sum of squares and softmax's sum of exponentials run inside the
+    // generated code of the groups computing their operands (the squares are not stored);
+    // with generated code off, the same steps fold separately, to the same bits.
+    if tile_code::available() {
+        assert_eq!(row_group_merged_sums(&module, "main"), vec![2]);
+        tile_code::set_enabled(false);
+        assert_fusion_invisible(&module, &args, "layer norm and softmax, no generated code");
+        tile_code::set_enabled(true);
+    }
 
     // Sums over the leading dimension mix rows: no row group.
     let columns = "func.func @main(%x: tensor<300x517xf32>) -> tensor<517xf32> {

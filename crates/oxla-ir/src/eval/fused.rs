@@ -537,6 +537,11 @@ impl FusedKernel {
         self.num_regs = count;
     }
 
+    /// The shape every value of the kernel has.
+    pub(crate) fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
     /// Whether the kernel has a generated-code form.
     pub(crate) fn has_generated_code(&self) -> bool {
         self.code.is_some()
@@ -661,6 +666,72 @@ impl FusedKernel {
             self.run_range(&sources, 0, n, outs);
         }
         true
+    }
+
+    /// The kernel as generated code that also sums output `value` along each row of the
+    /// kernel's shape, in the evaluator's fold order; `keep` says whether the code still
+    /// writes that output. Returns the code and the outputs it writes (indices into the
+    /// kernel's outputs); `None` where there is no such code.
+    pub(crate) fn row_sum_code(
+        &self,
+        value: ValueId,
+        keep: bool,
+    ) -> Option<(KernelCode, Vec<usize>)> {
+        let f32_inputs = self
+            .inputs
+            .iter()
+            .all(|i| i.ty.element_type == ElementType::F32);
+        if !f32_inputs || !self.writes_only_f32() {
+            return None;
+        }
+        let sum = self.outputs.iter().find(|o| o.0 == value)?.1;
+        let kept: Vec<usize> = (0..self.outputs.len())
+            .filter(|&k| keep || self.outputs[k].0 != value)
+            .collect();
+        let inputs: Vec<(&[usize], usize)> = self
+            .inputs
+            .iter()
+            .map(|i| (i.strides.as_slice(), i.reg))
+            .collect();
+        let outputs: Vec<usize> = kept.iter().map(|&k| self.outputs[k].1).collect();
+        let code = KernelCode::with_row_sum(&self.shape, &inputs, &self.insts, &outputs, sum)?;
+        Some((code, kept))
+    }
+
+    /// Runs the kernel through `code` (from [`FusedKernel::row_sum_code`], writing the
+    /// outputs `kept`) on `args` (as [`FusedKernel::run_f32`] takes them): `outs` every
+    /// output of the kernel (those not kept are left alone), `sums` the row totals, from
+    /// `init`. `false`, with nothing written, when the code does not run.
+    pub(crate) fn run_row_sum(
+        &self,
+        (code, kept): (&KernelCode, &[usize]),
+        args: &[&[f32]],
+        outs: &mut [&mut [f32]],
+        (init, sums): (&[f32], &mut [f32]),
+    ) -> bool {
+        let n: usize = self.shape.iter().product();
+        if args.len() != self.input_values.len() || outs.len() != self.outputs.len() {
+            return false;
+        }
+        let mut inputs: SmallVec<[&[f32]; 8]> = SmallVec::with_capacity(self.inputs.len() + 1);
+        for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
+            let arg = args[k];
+            if Some(arg.len()) != input.ty.num_elements() {
+                return false;
+            }
+            inputs.push(arg);
+        }
+        inputs.push(init);
+        let mut dsts: SmallVec<[&mut [f32]; 4]> = outs
+            .iter_mut()
+            .enumerate()
+            .filter(|(k, _)| kept.contains(k))
+            .map(|(_, o)| &mut **o)
+            .collect();
+        if dsts.iter().any(|o| o.len() != n) {
+            return false;
+        }
+        code.run_with_row_sum(&inputs, &mut dsts, sums, 0, n)
     }
 
     /// Whether every value the kernel writes is f32.

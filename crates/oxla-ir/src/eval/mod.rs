@@ -259,6 +259,20 @@ pub fn row_group_programs(module: &Module, name: &str) -> Vec<bool> {
         .collect()
 }
 
+/// For each row group of function `name` (as [`row_groups`] lists them), how many of its
+/// reductions run inside the generated code of the fused group computing their operand
+/// (in a full slab's program).
+pub fn row_group_merged_sums(module: &Module, name: &str) -> Vec<usize> {
+    let Some((func, block)) = entry_block(module, name) else {
+        return Vec::new();
+    };
+    rows::find_row_groups(func, block)
+        .kernels
+        .iter()
+        .map(|(kernel, _)| kernel.merged_row_sums())
+        .collect()
+}
+
 /// For each `while` in the body of function `name` (its entry block), whether it compiles to
 /// a register program ([`EvalOptions::fuse`] runs it so).
 pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {

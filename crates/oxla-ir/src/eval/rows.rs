@@ -511,6 +511,13 @@ impl RowKernel {
         self.num_ops
     }
 
+    /// How many reductions a full slab's program sums inside a fused group's code.
+    pub(crate) fn merged_row_sums(&self) -> usize {
+        self.full_program
+            .as_ref()
+            .map_or(0, SlabProgram::merged_row_sums)
+    }
+
     fn error(&self, detail: String) -> IrError {
         IrError::Eval {
             detail: format!("row group of {} ops: {detail}", self.num_ops),

@@ -15,6 +15,7 @@
 use super::context::{extents, OpCx};
 use super::fused::{classify, find_groups, load, tensor_of, FusedKernel, Inst, Member, Source};
 use super::reduce::{fold_float_block, simple_body};
+use super::tile_code::KernelCode;
 use super::typed;
 use crate::{ElementType, Function, OpKind};
 use smallvec::SmallVec;
@@ -54,12 +55,29 @@ enum Step {
         reduced: usize,
         inner: usize,
     },
-    /// Fused group `kernel` of the program, reading `args` and writing `dsts`, tile by tile.
+    /// Fused group `kernel` of the program, reading `args` and writing `dsts`, tile by tile;
+    /// with `sum`, also a row sum of one of its outputs (a reduction merged into it).
     Fused {
         kernel: usize,
         args: Vec<usize>,
         dsts: Vec<usize>,
+        sum: Option<Box<RowSum>>,
     },
+}
+
+/// A sum along the rows of a fused group's output `src`, from `init`, into `dst`: one
+/// [`Step::Reduce`] folded into the group's generated code, so the values are summed while
+/// they are in registers (and not stored at all when nothing else reads them).
+#[derive(Clone, Debug)]
+struct RowSum {
+    src: usize,
+    init: usize,
+    dst: usize,
+    /// Elements per row.
+    reduced: usize,
+    /// The group with the sum as generated code, and the outputs that code writes.
+    code: KernelCode,
+    kept: Vec<usize>,
 }
 
 impl Step {
@@ -67,7 +85,11 @@ impl Step {
         match self {
             Step::Elem(_, d) => vec![*d],
             Step::Broadcast { dst, .. } | Step::Reduce { dst, .. } => vec![*dst],
-            Step::Fused { dsts, .. } => dsts.clone(),
+            Step::Fused { dsts, sum, .. } => {
+                let mut all = dsts.clone();
+                all.extend(sum.as_ref().map(|s| s.dst));
+                all
+            }
         }
     }
 
@@ -76,7 +98,11 @@ impl Step {
             Step::Elem(inst, _) => inst.sources().to_vec(),
             Step::Broadcast { src, .. } => vec![*src],
             Step::Reduce { src, init, .. } => vec![*src, *init],
-            Step::Fused { args, .. } => args.clone(),
+            Step::Fused { args, sum, .. } => {
+                let mut all = args.clone();
+                all.extend(sum.as_ref().map(|s| s.init));
+                all
+            }
         }
     }
 }
@@ -216,6 +242,7 @@ impl Builder<'_> {
             kernel: self.kernels.len() - 1,
             args,
             dsts,
+            sum: None,
         });
         Some(())
     }
@@ -267,6 +294,75 @@ impl Builder<'_> {
             inner,
         });
         Some(())
+    }
+
+    /// Folds each sum along the rows of a fused group's output ([`Step::Reduce`] of an add
+    /// over the last dimension, from a constant or argument) into that group's step, where
+    /// the group has generated code with the sum.
+    fn merge_row_sums(&mut self, outputs: &[usize]) {
+        let mut j = 0;
+        while j < self.steps.len() {
+            if let Some((i, sum)) = self.row_sum_of(j, outputs) {
+                if let Step::Fused { sum: slot, .. } = &mut self.steps[i] {
+                    *slot = Some(Box::new(sum));
+                    self.steps.remove(j);
+                    continue;
+                }
+            }
+            j += 1;
+        }
+    }
+
+    /// The fused step before step `j` that step `j`'s row sum can join, and the sum.
+    fn row_sum_of(&self, j: usize, outputs: &[usize]) -> Option<(usize, RowSum)> {
+        let Step::Reduce {
+            kind: OpKind::Add,
+            src,
+            init,
+            dst,
+            reduced,
+            inner: 1,
+        } = &self.steps[j]
+        else {
+            return None;
+        };
+        let (src, init, dst, reduced) = (*src, *init, *dst, *reduced);
+        if self.root[src] != src || !matches!(self.locs[init], Some(Loc::Const(_) | Loc::Arg(_))) {
+            return None;
+        }
+        let i = (0..j)
+            .rev()
+            .find(|&i| self.steps[i].dsts().contains(&src))?;
+        let Step::Fused {
+            kernel, sum: None, ..
+        } = &self.steps[i]
+        else {
+            return None;
+        };
+        let kernel = &self.kernels[*kernel];
+        if kernel.shape().last() != Some(&reduced) {
+            return None;
+        }
+        // The group still writes `src` when anything but the sum reads it.
+        let read_elsewhere = outputs.iter().any(|&o| self.root[o] == src)
+            || self
+                .steps
+                .iter()
+                .enumerate()
+                .any(|(k, step)| k != j && step.sources().iter().any(|&s| self.root[s] == src));
+        let value = crate::ValueId(u32::try_from(src).ok()?);
+        let (code, kept) = kernel.row_sum_code(value, read_elsewhere)?;
+        Some((
+            i,
+            RowSum {
+                src,
+                init,
+                dst,
+                reduced,
+                code,
+                kept,
+            },
+        ))
     }
 
     /// Gives every step's destination a buffer, reusing those whose values are dead.
@@ -386,6 +482,7 @@ impl SlabProgram {
             b.op(op)?;
         }
         let outputs = outputs?;
+        b.merge_row_sums(&outputs);
         for &o in &outputs {
             let t = tensor_of(func, crate::ValueId(u32::try_from(o).ok()?))?;
             if t.element_type != ElementType::F32 || b.locs.get(o).copied().flatten().is_none() {
@@ -414,6 +511,14 @@ impl SlabProgram {
             outputs,
             args,
         })
+    }
+
+    /// How many reductions run inside a fused group's generated code.
+    pub(crate) fn merged_row_sums(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Fused { sum: Some(_), .. }))
+            .count()
     }
 
     /// The buffers one thread needs to run slabs.
@@ -455,6 +560,40 @@ impl SlabProgram {
                 inner,
                 ..
             } => fold_float_block(kind, read(*src), out, read(*init)[0], (*reduced, *inner)),
+            Step::Fused {
+                kernel,
+                args,
+                dsts: kernel_dsts,
+                sum: Some(sum),
+            } => {
+                let inputs: SmallVec<[&[f32]; 8]> = args.iter().map(|&a| read(a)).collect();
+                let kernel = self.kernels.get(*kernel).ok_or("no such fused group")?;
+                let (outs, rest) = dsts.split_at_mut(kernel_dsts.len());
+                let [totals] = rest else {
+                    return Err("a row sum without its destination".to_string());
+                };
+                let init = read(sum.init);
+                let code = (&sum.code, sum.kept.as_slice());
+                if kernel.run_row_sum(code, &inputs, outs, (init, totals)) {
+                    return Ok(());
+                }
+                // No generated code: the group, then the fold.
+                {
+                    let mut bytes: SmallVec<[&mut [u8]; 4]> = outs
+                        .iter_mut()
+                        .map(|o| bytemuck::cast_slice_mut(o))
+                        .collect();
+                    if !kernel.run_f32(&inputs, &mut bytes) {
+                        return Err("a fused group's values do not fit it".to_string());
+                    }
+                }
+                let k = kernel_dsts.iter().position(|&d| d == sum.src);
+                let src = k
+                    .and_then(|k| outs.get(k))
+                    .ok_or("a row sum of no output")?;
+                let init = *init.first().ok_or("a row sum without its start")?;
+                fold_float_block(&OpKind::Add, src, totals, init, (sum.reduced, 1));
+            }
             Step::Fused { kernel, args, .. } => {
                 let inputs: SmallVec<[&[f32]; 8]> = args.iter().map(|&a| read(a)).collect();
                 let mut outs: SmallVec<[&mut [u8]; 4]> = dsts

@@ -175,6 +175,33 @@ impl KernelCode {
         insts: &[(super::fused::Inst, usize)],
         outputs: &[usize],
     ) -> Option<KernelCode> {
+        Self::build(shape, inputs, insts, outputs, None)
+    }
+
+    /// [`KernelCode::new`] for a kernel that also sums register `sum` along each row of
+    /// `shape` (rows of at least 32 elements), in the evaluator's fold order, from an
+    /// initial value given as one more input after the kernel's (see
+    /// [`KernelCode::run_with_row_sum`]).
+    pub(crate) fn with_row_sum(
+        shape: &[usize],
+        inputs: &[(&[usize], usize)],
+        insts: &[(super::fused::Inst, usize)],
+        outputs: &[usize],
+        sum: usize,
+    ) -> Option<KernelCode> {
+        if shape.last().is_none_or(|&row| row < 32) {
+            return None;
+        }
+        Self::build(shape, inputs, insts, outputs, Some(sum))
+    }
+
+    fn build(
+        shape: &[usize],
+        inputs: &[(&[usize], usize)],
+        insts: &[(super::fused::Inst, usize)],
+        outputs: &[usize],
+        sum: Option<usize>,
+    ) -> Option<KernelCode> {
         let n: usize = shape.iter().product();
         if !oxla_codegen::available() || insts.is_empty() || n < MIN_ELEMENTS {
             return None;
@@ -195,7 +222,7 @@ impl KernelCode {
                 written[*d] = true;
             }
         }
-        for &r in outputs {
+        for &r in outputs.iter().chain(&sum) {
             if r < 256 && !written[r] {
                 read[r] = true;
             }
@@ -208,10 +235,12 @@ impl KernelCode {
             })
             .collect::<Option<Vec<_>>>()?;
         let mut row_len = shape.last().copied().unwrap_or(1);
-        // Inputs read whole or as one value: one row of everything, no per-row steps.
-        if kinds
-            .iter()
-            .all(|k| matches!(k, Input::Stream | Input::Scalar))
+        // Inputs read whole or as one value: one row of everything, no per-row steps
+        // (unless the rows are summed).
+        if sum.is_none()
+            && kinds
+                .iter()
+                .all(|k| matches!(k, Input::Stream | Input::Scalar))
         {
             row_len = n.max(1);
         }
@@ -225,7 +254,7 @@ impl KernelCode {
                 };
             }
         }
-        let program = TileProgram {
+        let mut program = TileProgram {
             inputs: kinds
                 .into_iter()
                 .zip(inputs)
@@ -238,11 +267,45 @@ impl KernelCode {
             outputs: outputs.iter().map(|&r| reg(r)).collect::<Option<_>>()?,
             row_sums: Vec::new(),
         };
+        if let Some(sum) = sum {
+            // The initial value: one more input, read as one value into a register of its
+            // own.
+            let init = reg(program.registers())?;
+            program.inputs.push((Input::Scalar, init));
+            program.row_sums.push((reg(sum)?, program.inputs.len() - 1));
+        }
         Some(KernelCode(Arc::new(Inner {
             program,
             row_len,
             code: OnceLock::new(),
         })))
+    }
+
+    /// Runs a kernel built by [`KernelCode::with_row_sum`] over whole rows `start..end` (as
+    /// elements): `inputs` as for [`KernelCode::run`] then the sum's initial value, `outs`
+    /// the outputs' elements from `start`, `sums` one total per row from `start`'s row.
+    /// `false`, with nothing written, when the code is off, did not compile, or an operand
+    /// does not fit.
+    pub(crate) fn run_with_row_sum(
+        &self,
+        inputs: &[&[f32]],
+        outs: &mut [&mut [f32]],
+        sums: &mut [f32],
+        start: usize,
+        end: usize,
+    ) -> bool {
+        if !enabled() {
+            return false;
+        }
+        let code = self
+            .0
+            .code
+            .get_or_init(|| TileCode::compile(&self.0.program));
+        let Some(code) = code else {
+            return false;
+        };
+        code.run_with_row_sums(inputs, outs, &mut [sums], start, end, self.0.row_len)
+            == Some(end - start)
     }
 
     /// Runs elements `start..end` of the kernel: `inputs` the whole input values in the
