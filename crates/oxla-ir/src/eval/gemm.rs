@@ -68,7 +68,22 @@ fn row_major_copy<T: bytemuck::Pod>(k: usize, n: usize, b: &[T], sb: Strided) ->
     if std::mem::size_of::<T>() == 4 {
         let src: &[u32] = bytemuck::try_cast_slice(b).ok()?;
         let dst: &mut [u32] = bytemuck::try_cast_slice_mut(out).ok()?;
-        return oxla_simd::transpose32(src, sb.col, dst, n, k, n).then_some(bytes);
+        // Large copies split their output rows over the threads (a multiple of 8 each).
+        let threads = if k * n >= PARALLEL_COPY {
+            super::threads::count().max(1)
+        } else {
+            1
+        };
+        let per = k.div_ceil(threads).next_multiple_of(8);
+        let mut ok = vec![true; k.div_ceil(per)];
+        let parts = dst.chunks_mut(per * n).zip(ok.iter_mut()).enumerate();
+        super::threads::for_each(parts, |(t, (rows, ok))| {
+            let p0 = t * per;
+            *ok = src
+                .get(p0..)
+                .is_some_and(|src| oxla_simd::transpose32(src, sb.col, rows, n, rows.len() / n, n));
+        });
+        return ok.iter().all(|&ok| ok).then_some(bytes);
     }
     let last = (n - 1) * sb.col + k;
     let b = b.get(..last)?;
@@ -84,6 +99,9 @@ fn row_major_copy<T: bytemuck::Pod>(k: usize, n: usize, b: &[T], sb: Strided) ->
     }
     Some(bytes)
 }
+
+/// Elements from which a row-major copy splits over the threads.
+const PARALLEL_COPY: usize = 1 << 16;
 
 /// Multiply-adds from which a product may be threaded: `gemm`'s default threshold for
 /// complex f64, its lowest.
@@ -122,7 +140,13 @@ mod tests {
     fn check_transposed<T: oxla_simd::GemmScalar + bytemuck::Pod + Into<f64>>(
         from: impl Fn(f64) -> T,
     ) {
-        for (m, k, n) in [(16, 16, 16), (20, 33, 17), (64, 40, 24), (3, 40, 40)] {
+        for (m, k, n) in [
+            (16, 16, 16),
+            (20, 33, 17),
+            (64, 40, 24),
+            (3, 40, 40),
+            (24, 300, 260),
+        ] {
             let a: Vec<T> = (0..m * k)
                 .map(|i| from(((i * 7) % 13) as f64 - 6.0))
                 .collect();
