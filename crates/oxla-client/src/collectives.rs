@@ -40,6 +40,9 @@ struct State {
     slots: HashMap<(u64, Vec<ProcessId>), Slot>,
     cancelled: Option<String>,
     finished: Vec<ProcessId>,
+    /// Threads waiting in an exchange: a change nobody waits for wakes nobody (waking is a
+    /// system call, and every execution finishes).
+    waiters: usize,
 }
 
 /// The meeting point of the device executions of one launch.
@@ -91,14 +94,18 @@ impl Rendezvous {
         if state.cancelled.is_none() {
             state.cancelled = Some(reason.to_string());
         }
-        drop(state);
-        self.changed.notify_all();
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// Records that `process` finished its execution: it joins no more exchanges.
     pub fn finish(&self, process: ProcessId) {
-        self.lock().finished.push(process);
-        self.changed.notify_all();
+        let mut state = self.lock();
+        state.finished.push(process);
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// The [`Collectives`] of `process` in this launch.
@@ -157,7 +164,9 @@ impl Rendezvous {
             )));
         }
         slot.contributions[index] = Some(contribution);
-        self.changed.notify_all();
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
         loop {
             if let Some(reason) = &state.cancelled {
                 return Err(eval_error(format!("{} cancelled: {reason}", request.op)));
@@ -203,11 +212,13 @@ impl Rendezvous {
                 self.cancel(&reason);
                 return Err(eval_error(reason));
             }
+            state.waiters += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
+            state.waiters -= 1;
         }
         let slot = state
             .slots
