@@ -597,9 +597,9 @@ impl LoadedExecutable {
                 self.executable().name()
             )));
         }
-        let devices: Vec<Device> = match &options.execute_device {
-            Some(device) => vec![device.clone()],
-            None => self.inner.devices.clone(),
+        let devices: std::borrow::Cow<'_, [Device]> = match &options.execute_device {
+            Some(device) => std::borrow::Cow::Owned(vec![device.clone()]),
+            None => std::borrow::Cow::Borrowed(&self.inner.devices),
         };
         if argument_lists.len() != devices.len() {
             return Err(ClientError::InvalidArgument(format!(
@@ -632,12 +632,16 @@ impl LoadedExecutable {
                 }
             })
             .collect();
-        let rendezvous = Rendezvous::new(
-            exe.num_replicas(),
-            num_partitions,
-            processes.clone(),
-            DEFAULT_COLLECTIVE_TIMEOUT,
-        );
+        // A program of one replica and one partition meets nobody: its collectives are
+        // those of one device alone, with no rendezvous to set up.
+        let rendezvous = (exe.num_replicas() > 1 || num_partitions > 1).then(|| {
+            Rendezvous::new(
+                exe.num_replicas(),
+                num_partitions,
+                processes.clone(),
+                DEFAULT_COLLECTIVE_TIMEOUT,
+            )
+        });
         // Executions that meet in collectives must all run at once: each gets its own thread.
         let concurrent = devices.len() > 1 && exe.inner.collectives;
         for ((device, args), &process) in devices.iter().zip(argument_lists).zip(&processes) {
@@ -648,18 +652,23 @@ impl LoadedExecutable {
             let job_done = done.clone();
             let job_exe = exe.clone();
             let trace_name = || format!("execute {} on device {}", exe.name(), device.id());
-            let job_collectives = rendezvous.device(process);
             let job_rendezvous = rendezvous.clone();
             let device_id = device.id();
             let job = move || {
-                let result =
-                    crate::pool::catch_panic(&format!("execution of {}", job_exe.name()), || {
-                        run_on_worker(&job_exe, &arg_slots, &job_collectives)
-                    });
+                let context = || format!("execution of {}", job_exe.name());
+                let result = crate::pool::catch_panic_with(context, || match &job_rendezvous {
+                    Some(rendezvous) => {
+                        run_on_worker(&job_exe, &arg_slots, &rendezvous.device(process))
+                    }
+                    None => run_on_worker(&job_exe, &arg_slots, &oxla_ir::eval::SingleDevice),
+                });
                 drop(arg_slots);
-                match &result {
-                    Ok(_) => job_rendezvous.finish(process),
-                    Err(err) => job_rendezvous.cancel(&format!("device {device_id} failed: {err}")),
+                match (&result, &job_rendezvous) {
+                    (Ok(_), Some(rendezvous)) => rendezvous.finish(process),
+                    (Err(err), Some(rendezvous)) => {
+                        rendezvous.cancel(&format!("device {device_id} failed: {err}"))
+                    }
+                    (_, None) => {}
                 }
                 match result {
                     Ok(values) => {

@@ -22,8 +22,16 @@ pub struct WorkerPool {
 
 /// Runs `f`, turning a panic into an internal error that names `context`.
 pub fn catch_panic<T>(context: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_panic_with(|| context.to_string(), f)
+}
+
+/// [`catch_panic`] with the context made only when there is a panic to name.
+pub fn catch_panic_with<T>(
+    context: impl FnOnce() -> String,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|payload| Err(ClientError::from_panic(context, payload.as_ref())))
+        .unwrap_or_else(|payload| Err(ClientError::from_panic(&context(), payload.as_ref())))
 }
 
 impl WorkerPool {
