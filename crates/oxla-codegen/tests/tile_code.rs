@@ -168,6 +168,41 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
     }
 }
 
+/// Random values for each input of `p` over `total` elements in rows of `row_len`, as
+/// many as its kind indexes.
+fn random_inputs(rng: &mut Rng, p: &TileProgram, total: usize, row_len: usize) -> Vec<Vec<f32>> {
+    p.inputs
+        .iter()
+        .map(|(kind, _)| {
+            let n = match kind {
+                Input::Stream => total,
+                Input::RowVector => row_len,
+                Input::RowScalar => total.div_ceil(row_len),
+                Input::Scalar => 1,
+            };
+            (0..n).map(|_| rng.value()).collect()
+        })
+        .collect()
+}
+
+/// Every register of `p` after its instructions, at element `i` (rows of `row_len`), by
+/// the scalar evaluation.
+fn registers_at(p: &TileProgram, inputs: &[Vec<f32>], i: usize, row_len: usize) -> [f32; 32] {
+    let mut regs = [0.0f32; 32];
+    for (&(kind, r), input) in p.inputs.iter().zip(inputs) {
+        regs[usize::from(r)] = match kind {
+            Input::Stream => input[i],
+            Input::RowVector => input[i % row_len],
+            Input::RowScalar => input[i / row_len],
+            Input::Scalar => input[0],
+        };
+    }
+    for &(inst, d) in &p.insts {
+        regs[usize::from(d)] = eval(inst, &regs);
+    }
+    regs
+}
+
 #[test]
 fn generated_code_computes_the_scalar_bits() {
     if !available() {
@@ -187,19 +222,7 @@ fn generated_code_computes_the_scalar_bits() {
         let total = row_len * rows + rng.below(row_len);
         let start = rng.below(total + 1);
         let end = start + rng.below(total - start + 1);
-        let inputs: Vec<Vec<f32>> = p
-            .inputs
-            .iter()
-            .map(|(kind, _)| {
-                let n = match kind {
-                    Input::Stream => total,
-                    Input::RowVector => row_len,
-                    Input::RowScalar => total.div_ceil(row_len),
-                    Input::Scalar => 1,
-                };
-                (0..n).map(|_| rng.value()).collect()
-            })
-            .collect();
+        let inputs = random_inputs(&mut rng, &p, total, row_len);
         let len = end - start;
         // Outputs start as a marker so an element the code skipped shows.
         let marker = f32::from_bits(0x7fc0_dead);
@@ -211,18 +234,7 @@ fn generated_code_computes_the_scalar_bits() {
             Some(len)
         );
         for i in start..end {
-            let mut regs = [0.0f32; 32];
-            for (&(kind, r), input) in p.inputs.iter().zip(&inputs) {
-                regs[usize::from(r)] = match kind {
-                    Input::Stream => input[i],
-                    Input::RowVector => input[i % row_len],
-                    Input::RowScalar => input[i / row_len],
-                    Input::Scalar => input[0],
-                };
-            }
-            for &(inst, d) in &p.insts {
-                regs[usize::from(d)] = eval(inst, &regs);
-            }
+            let regs = registers_at(&p, &inputs, i, row_len);
             for (k, &r) in p.outputs.iter().enumerate() {
                 let (want, got) = (regs[usize::from(r)], outs[k][i - start]);
                 assert!(
@@ -658,19 +670,7 @@ fn row_sums_follow_the_evaluators_order() {
         let first = rng.below(3);
         let (start, end) = (first * row_len, (first + rows) * row_len);
         let total = end;
-        let inputs: Vec<Vec<f32>> = p
-            .inputs
-            .iter()
-            .map(|(kind, _)| {
-                let n = match kind {
-                    Input::Stream => total,
-                    Input::RowVector => row_len,
-                    Input::RowScalar => total.div_ceil(row_len),
-                    Input::Scalar => 1,
-                };
-                (0..n).map(|_| rng.value()).collect()
-            })
-            .collect();
+        let inputs = random_inputs(&mut rng, &p, total, row_len);
         let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
         let mut outs: Vec<Vec<f32>> = vec![vec![0.0; end - start]; p.outputs.len()];
         let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
@@ -689,19 +689,7 @@ fn row_sums_follow_the_evaluators_order() {
             // The register values of every element of the row, by the scalar evaluation.
             let mut values: Vec<[f32; 32]> = Vec::new();
             for i in (first + r) * row_len..(first + r + 1) * row_len {
-                let mut regs = [0.0f32; 32];
-                for (&(kind, reg), input) in p.inputs.iter().zip(&inputs) {
-                    regs[usize::from(reg)] = match kind {
-                        Input::Stream => input[i],
-                        Input::RowVector => input[i % row_len],
-                        Input::RowScalar => input[i / row_len],
-                        Input::Scalar => input[0],
-                    };
-                }
-                for &(inst, d) in &p.insts {
-                    regs[usize::from(d)] = eval(inst, &regs);
-                }
-                values.push(regs);
+                values.push(registers_at(&p, &inputs, i, row_len));
             }
             for (k, &(reg, _)) in p.row_sums.iter().enumerate() {
                 let row: Vec<f32> = values.iter().map(|v| v[usize::from(reg)]).collect();

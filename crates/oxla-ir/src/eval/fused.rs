@@ -439,16 +439,7 @@ impl FusedKernel {
         }
         kernel.pack_registers();
         kernel.direct = kernel.direct_outputs();
-        let f32_inputs = kernel
-            .inputs
-            .iter()
-            .all(|i| i.ty.element_type == ElementType::F32);
-        if f32_inputs && kernel.writes_only_f32() {
-            let inputs: Vec<(&[usize], usize)> = kernel
-                .inputs
-                .iter()
-                .map(|i| (i.strides.as_slice(), i.reg))
-                .collect();
+        if let Some(inputs) = kernel.code_inputs() {
             let outputs: Vec<usize> = kernel.outputs.iter().map(|&(_, r, _)| r).collect();
             kernel.code = KernelCode::new(&kernel.shape, &inputs, &kernel.insts, &outputs);
         }
@@ -645,17 +636,16 @@ impl FusedKernel {
     /// argument or output does not have the group's element count.
     pub(crate) fn run_f32(&self, args: &[&[f32]], outs: &mut [&mut [u8]]) -> bool {
         let n: usize = self.shape.iter().product();
-        if args.len() != self.input_values.len() || outs.len() != self.outputs.len() {
+        let Some(inputs) = self.input_slices(args) else {
+            return false;
+        };
+        if outs.len() != self.outputs.len() {
             return false;
         }
-        let mut sources: SmallVec<[Source<'_>; 8]> = SmallVec::with_capacity(self.inputs.len());
-        for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
-            let arg = args[k];
-            if Some(arg.len()) != input.ty.num_elements() {
-                return false;
-            }
-            sources.push(Source::F32(Cow::Borrowed(arg)));
-        }
+        let sources: SmallVec<[Source<'_>; 8]> = inputs
+            .into_iter()
+            .map(|arg| Source::F32(Cow::Borrowed(arg)))
+            .collect();
         let fits = |(&(_, _, et), out): (&(ValueId, usize, ElementType), &&mut [u8])| {
             et == ElementType::F32 && out.len() == n * 4
         };
@@ -668,6 +658,38 @@ impl FusedKernel {
         true
     }
 
+    /// The kernel's inputs as its generated code reads them (strides and register), when
+    /// the kernel reads and writes only f32.
+    fn code_inputs(&self) -> Option<Vec<(&[usize], usize)>> {
+        let f32_inputs = self
+            .inputs
+            .iter()
+            .all(|i| i.ty.element_type == ElementType::F32);
+        (f32_inputs && self.writes_only_f32()).then(|| {
+            self.inputs
+                .iter()
+                .map(|i| (i.strides.as_slice(), i.reg))
+                .collect()
+        })
+    }
+
+    /// Per input of the kernel, its value among `args` (the distinct input values, as
+    /// [`FusedKernel::run_f32`] takes them); `None` when the count or a length is not the
+    /// kernel's.
+    fn input_slices<'a>(&self, args: &[&'a [f32]]) -> Option<SmallVec<[&'a [f32]; 8]>> {
+        if args.len() != self.input_values.len() {
+            return None;
+        }
+        self.inputs
+            .iter()
+            .zip(&self.input_slot)
+            .map(|(input, &k)| {
+                let arg = args[k];
+                (Some(arg.len()) == input.ty.num_elements()).then_some(arg)
+            })
+            .collect()
+    }
+
     /// The kernel as generated code that also sums output `value` along each row of the
     /// kernel's shape, in the evaluator's fold order; `keep` says whether the code still
     /// writes that output. Returns the code and the outputs it writes (indices into the
@@ -677,21 +699,10 @@ impl FusedKernel {
         value: ValueId,
         keep: bool,
     ) -> Option<(KernelCode, Vec<usize>)> {
-        let f32_inputs = self
-            .inputs
-            .iter()
-            .all(|i| i.ty.element_type == ElementType::F32);
-        if !f32_inputs || !self.writes_only_f32() {
-            return None;
-        }
+        let inputs = self.code_inputs()?;
         let sum = self.outputs.iter().find(|o| o.0 == value)?.1;
         let kept: Vec<usize> = (0..self.outputs.len())
             .filter(|&k| keep || self.outputs[k].0 != value)
-            .collect();
-        let inputs: Vec<(&[usize], usize)> = self
-            .inputs
-            .iter()
-            .map(|i| (i.strides.as_slice(), i.reg))
             .collect();
         let outputs: Vec<usize> = kept.iter().map(|&k| self.outputs[k].1).collect();
         let code = KernelCode::with_row_sum(&self.shape, &inputs, &self.insts, &outputs, sum)?;
@@ -710,16 +721,11 @@ impl FusedKernel {
         (init, sums): (&[f32], &mut [f32]),
     ) -> bool {
         let n: usize = self.shape.iter().product();
-        if args.len() != self.input_values.len() || outs.len() != self.outputs.len() {
+        let Some(mut inputs) = self.input_slices(args) else {
             return false;
-        }
-        let mut inputs: SmallVec<[&[f32]; 8]> = SmallVec::with_capacity(self.inputs.len() + 1);
-        for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
-            let arg = args[k];
-            if Some(arg.len()) != input.ty.num_elements() {
-                return false;
-            }
-            inputs.push(arg);
+        };
+        if outs.len() != self.outputs.len() {
+            return false;
         }
         inputs.push(init);
         let mut dsts: SmallVec<[&mut [f32]; 4]> = outs

@@ -58,8 +58,8 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
 const TRANSPOSED_MIN: usize = 16;
 
 /// The `k x n` view `b` (`sb.row == 1`: each column contiguous) as a row-major matrix
-/// (`oxla_simd::transpose32` for 32-bit elements, in cache-friendly blocks; 64-bit ones in
-/// 8 x 8 tiles). The copy's bytes come from (and go back to) the evaluator's buffer cache.
+/// (`oxla_simd::transpose32` for 32-bit elements, in cache-friendly blocks; 64-bit ones
+/// in the `transpose` op's square tiles). The copy's bytes come from (and go back to) the evaluator's buffer cache.
 /// `None` when the view does not fit `b` or the buffer is not aligned for `T`.
 fn row_major_copy<T: bytemuck::Pod>(k: usize, n: usize, b: &[T], sb: Strided) -> Option<Vec<u8>> {
     let b = b.get(sb.offset..)?;
@@ -87,16 +87,7 @@ fn row_major_copy<T: bytemuck::Pod>(k: usize, n: usize, b: &[T], sb: Strided) ->
     }
     let last = (n - 1) * sb.col + k;
     let b = b.get(..last)?;
-    const TILE: usize = 8;
-    for j0 in (0..n).step_by(TILE) {
-        for p0 in (0..k).step_by(TILE) {
-            for p in p0..(p0 + TILE).min(k) {
-                for j in j0..(j0 + TILE).min(n) {
-                    out[p * n + j] = b[j * sb.col + p];
-                }
-            }
-        }
-    }
+    super::shape::copy_tiles(b, 0, sb.col, out, k, n);
     Some(bytes)
 }
 

@@ -233,44 +233,36 @@ pub fn generated_groups(module: &Module, name: &str) -> Vec<bool> {
     per_fused_group(module, name, fused::FusedKernel::has_generated_code)
 }
 
-/// The row groups ([`EvalOptions::fuse`] runs them slab by slab) the evaluator forms in the
-/// body of function `name`, each as the number of ops it covers.
-pub fn row_groups(module: &Module, name: &str) -> Vec<usize> {
+/// `f` of each row group the evaluator forms in the body of function `name` (its entry
+/// block), in block order.
+fn per_row_group<T>(module: &Module, name: &str, f: impl Fn(&rows::RowKernel) -> T) -> Vec<T> {
     let Some((func, block)) = entry_block(module, name) else {
         return Vec::new();
     };
     rows::find_row_groups(func, block)
         .kernels
         .iter()
-        .map(|(kernel, _)| kernel.num_ops())
+        .map(|(kernel, _)| f(kernel))
         .collect()
+}
+
+/// The row groups ([`EvalOptions::fuse`] runs them slab by slab) the evaluator forms in the
+/// body of function `name`, each as the number of ops it covers.
+pub fn row_groups(module: &Module, name: &str) -> Vec<usize> {
+    per_row_group(module, name, rows::RowKernel::num_ops)
 }
 
 /// For each row group of function `name` (as [`row_groups`] lists them), whether its slabs
 /// run as compiled programs (`slab_program.rs`) rather than through the interpreter.
 pub fn row_group_programs(module: &Module, name: &str) -> Vec<bool> {
-    let Some((func, block)) = entry_block(module, name) else {
-        return Vec::new();
-    };
-    rows::find_row_groups(func, block)
-        .kernels
-        .iter()
-        .map(|(kernel, _)| kernel.compiled())
-        .collect()
+    per_row_group(module, name, rows::RowKernel::compiled)
 }
 
 /// For each row group of function `name` (as [`row_groups`] lists them), how many of its
 /// reductions run inside the generated code of the fused group computing their operand
 /// (in a full slab's program).
 pub fn row_group_merged_sums(module: &Module, name: &str) -> Vec<usize> {
-    let Some((func, block)) = entry_block(module, name) else {
-        return Vec::new();
-    };
-    rows::find_row_groups(func, block)
-        .kernels
-        .iter()
-        .map(|(kernel, _)| kernel.merged_row_sums())
-        .collect()
+    per_row_group(module, name, rows::RowKernel::merged_row_sums)
 }
 
 /// For each `while` in the body of function `name` (its entry block), whether it compiles to

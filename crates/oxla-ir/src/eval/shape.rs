@@ -313,7 +313,7 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
 
 /// `out[r * cols + c] = src[base + r + c * col_stride]`, in square tiles so that both the
 /// reads and the writes of a tile stay within a few cache lines each.
-fn copy_tiles<T: Copy>(
+pub(crate) fn copy_tiles<T: Copy>(
     src: &[T],
     base: usize,
     col_stride: usize,
@@ -322,16 +322,14 @@ fn copy_tiles<T: Copy>(
     cols: usize,
 ) {
     const TILE: usize = 32;
-    {
-        for r0 in (0..rows).step_by(TILE) {
-            let r1 = (r0 + TILE).min(rows);
-            for c0 in (0..cols).step_by(TILE) {
-                let c1 = (c0 + TILE).min(cols);
-                for r in r0..r1 {
-                    let row = &mut plane_out[r * cols + c0..r * cols + c1];
-                    for (k, o) in row.iter_mut().enumerate() {
-                        *o = src[base + r + (c0 + k) * col_stride];
-                    }
+    for r0 in (0..rows).step_by(TILE) {
+        let r1 = (r0 + TILE).min(rows);
+        for c0 in (0..cols).step_by(TILE) {
+            let c1 = (c0 + TILE).min(cols);
+            for r in r0..r1 {
+                let row = &mut plane_out[r * cols + c0..r * cols + c1];
+                for (k, o) in row.iter_mut().enumerate() {
+                    *o = src[base + r + (c0 + k) * col_stride];
                 }
             }
         }

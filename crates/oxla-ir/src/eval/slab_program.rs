@@ -578,15 +578,7 @@ impl SlabProgram {
                     return Ok(());
                 }
                 // No generated code: the group, then the fold.
-                {
-                    let mut bytes: SmallVec<[&mut [u8]; 4]> = outs
-                        .iter_mut()
-                        .map(|o| bytemuck::cast_slice_mut(o))
-                        .collect();
-                    if !kernel.run_f32(&inputs, &mut bytes) {
-                        return Err("a fused group's values do not fit it".to_string());
-                    }
-                }
+                run_group(kernel, &inputs, outs)?;
                 let k = kernel_dsts.iter().position(|&d| d == sum.src);
                 let src = k
                     .and_then(|k| outs.get(k))
@@ -596,14 +588,8 @@ impl SlabProgram {
             }
             Step::Fused { kernel, args, .. } => {
                 let inputs: SmallVec<[&[f32]; 8]> = args.iter().map(|&a| read(a)).collect();
-                let mut outs: SmallVec<[&mut [u8]; 4]> = dsts
-                    .iter_mut()
-                    .map(|o| bytemuck::cast_slice_mut(o))
-                    .collect();
                 let kernel = self.kernels.get(*kernel).ok_or("no such fused group")?;
-                if !kernel.run_f32(&inputs, &mut outs) {
-                    return Err("a fused group's values do not fit it".to_string());
-                }
+                run_group(kernel, &inputs, dsts)?;
             }
         }
         Ok(())
@@ -691,5 +677,22 @@ impl SlabProgram {
             dst.copy_from_slice(src);
         }
         Ok(())
+    }
+}
+
+/// Runs fused group `kernel` on `inputs` into `outs` (f32 values, whole).
+fn run_group(
+    kernel: &FusedKernel,
+    inputs: &[&[f32]],
+    outs: &mut [&mut [f32]],
+) -> Result<(), String> {
+    let mut bytes: SmallVec<[&mut [u8]; 4]> = outs
+        .iter_mut()
+        .map(|o| bytemuck::cast_slice_mut(o))
+        .collect();
+    if kernel.run_f32(inputs, &mut bytes) {
+        Ok(())
+    } else {
+        Err("a fused group's values do not fit it".to_string())
     }
 }

@@ -294,14 +294,7 @@ impl KernelCode {
         start: usize,
         end: usize,
     ) -> bool {
-        if !enabled() {
-            return false;
-        }
-        let code = self
-            .0
-            .code
-            .get_or_init(|| TileCode::compile(&self.0.program));
-        let Some(code) = code else {
+        let Some(code) = self.code() else {
             return false;
         };
         code.run_with_row_sums(inputs, outs, &mut [sums], start, end, self.0.row_len)
@@ -320,14 +313,19 @@ impl KernelCode {
         start: usize,
         end: usize,
     ) -> Option<usize> {
+        self.code()?.run(inputs, outs, start, end, self.0.row_len)
+    }
+
+    /// The code when generated code is on, compiled on first use; `None` when it is off or
+    /// did not compile.
+    fn code(&self) -> Option<&TileCode> {
         if !enabled() {
             return None;
         }
-        let code = self
-            .0
+        self.0
             .code
-            .get_or_init(|| TileCode::compile(&self.0.program));
-        code.as_ref()?.run(inputs, outs, start, end, self.0.row_len)
+            .get_or_init(|| TileCode::compile(&self.0.program))
+            .as_ref()
     }
 }
 
