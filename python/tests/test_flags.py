@@ -17,7 +17,8 @@ def _compile_dirs(root, prefix):
 
 def test_compiler_options_dump_dir_and_opt_level(tmp_path, oxla_device):
     def f(x):
-        return jnp.sin(x) * 2.0
+        # `jnp.where` lowers to a call of a private function, which opt_level 1 inlines.
+        return jnp.where(x > 1.0, jnp.sin(x), x) * 2.0
 
     x = jax.device_put(jnp.arange(4, dtype=jnp.float32), oxla_device)
     compiled = (
@@ -25,23 +26,28 @@ def test_compiler_options_dump_dir_and_opt_level(tmp_path, oxla_device):
         .lower(x)
         .compile(compiler_options={"oxla_dump_dir": str(tmp_path), "opt_level": 1})
     )
-    assert jnp.allclose(compiled(x), jnp.sin(jnp.arange(4.0)) * 2.0)
+    r = jnp.arange(4.0)
+    assert jnp.allclose(compiled(x), jnp.where(r > 1.0, jnp.sin(r), r) * 2.0)
     (dump,) = _compile_dirs(tmp_path, "jit_f-")
     names = sorted(p.name for p in dump.iterdir())
     assert names == [
         "input.mlirbc",
         "ir.010-read.mlir",
+        "ir.020-inline.mlir",
         "options.txt",
         "plan.mlir",
         "timings.json",
     ]
     assert (dump / "input.mlirbc").read_bytes().startswith(b"ML\xefR")
-    assert "stablehlo.sine" in (dump / "ir.010-read.mlir").read_text()
+    read = (dump / "ir.010-read.mlir").read_text()
+    assert "stablehlo.sine" in read and "call @_where" in read
+    assert "call @_where" not in (dump / "ir.020-inline.mlir").read_text()
+    assert "call @_where" not in (dump / "plan.mlir").read_text()
     options = (dump / "options.txt").read_text()
     assert "opt_level: 1" in options
     timings = json.loads((dump / "timings.json").read_text())
     assert timings["module"] == "jit_f"
-    assert [p["name"] for p in timings["phases"]] == ["read", "verify", "check"]
+    assert [p["name"] for p in timings["phases"]] == ["read", "verify", "check", "inline"]
 
 
 def test_compiler_options_verify_each_pass(tmp_path, oxla_device):

@@ -572,8 +572,53 @@ mod tests {
             .iter()
             .map(|p| p["name"].as_str().unwrap())
             .collect();
-        assert_eq!(phases, ["read", "verify", "check"]);
+        assert_eq!(phases, ["read", "verify", "check", "inline"]);
+        // Nothing was inlined, so there is no IR after the pass.
+        assert!(!compile_dir.join("ir.020-inline.mlir").exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn dump_dir_gets_the_ir_after_inlining() {
+        const CALLED_ADD: &str = "module @jit_call {
+  func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = func.call @twice(%a) : (tensor<2xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+  func.func private @twice(%a: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = stablehlo.add %a, %a : tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+";
+        for (opt_level, inlined) in [(0, false), (2, true)] {
+            let dir = scratch(&format!("dump-inline-{opt_level}"));
+            let flags = Flags {
+                dump_dir: Some(dir.clone()),
+                opt_level,
+                verify_each_pass: true,
+                ..Flags::default()
+            };
+            Executable::compile_with(
+                CALLED_ADD.as_bytes(),
+                CompileOptions::default(),
+                &flags,
+                None,
+            )
+            .unwrap();
+            let compile_dir = only_entry(&dir);
+            let after = compile_dir.join("ir.020-inline.mlir");
+            assert_eq!(after.exists(), inlined, "opt_level {opt_level}");
+            let plan = std::fs::read_to_string(compile_dir.join("plan.mlir")).unwrap();
+            // The callee stays; its call goes when inlined.
+            let mentions = plan.matches("@twice").count();
+            assert_eq!(mentions, if inlined { 1 } else { 2 }, "{plan}");
+            if inlined {
+                let ir = std::fs::read_to_string(&after).unwrap();
+                assert!(ir.contains("stablehlo.add"), "{ir}");
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 
     #[test]

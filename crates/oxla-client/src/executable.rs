@@ -238,12 +238,27 @@ impl Executable {
             ),
             (None, None) => (input_types, output_types, None),
         };
-        let inline = !collectives && runs_inline(device_module.as_ref().unwrap_or(&module));
         let donated = (0..input_types.len())
             .map(|idx| entry.arg_attrs.get(idx).is_some_and(|a| is_donated(a)))
             .collect();
         let name = module.name.clone().unwrap_or_else(|| entry.name.clone());
         let entry_name = entry.name.clone();
+        let (mut module, mut device_module) = (module, device_module);
+        if run.flags().opt_level >= 1 {
+            // Calls to plain private functions (`jnp.where`, `tril`, ...) become their
+            // bodies, so fusion and the row groups see across them.
+            let inlined = run.phase("inline", || {
+                let mut inlined = oxla_ir::transform::inline_calls(&mut module);
+                if let Some(device_module) = device_module.as_mut() {
+                    inlined += oxla_ir::transform::inline_calls(device_module);
+                }
+                Ok(inlined)
+            })?;
+            if inlined > 0 {
+                run.ir_after("inline", device_module.as_ref().unwrap_or(&module));
+            }
+        }
+        let inline = !collectives && runs_inline(device_module.as_ref().unwrap_or(&module));
         let mut hash_input = Vec::new();
         hash_input.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
         hash_input.extend_from_slice(&(program.len() as u64).to_le_bytes());
@@ -257,16 +272,18 @@ impl Executable {
             fnv1a(0x6c62_272e_07bb_0142, &hash_input)
         );
         if run.flags().verify_each_pass {
-            // The verifier always runs after reading; with the flag it also runs after every
-            // later pass group (today none), and on the plan.
+            // The verifier always runs after reading; with the flag it also runs on the
+            // program as planned (after inlining).
             run.phase("verify-plan", || {
-                oxla_ir::verifier::verify_module(&module).map_err(|errors| {
-                    ClientError::Internal(format!(
-                        "the plan failed verification ({} errors):\n{}",
-                        errors.len(),
-                        errors.summary(20)
-                    ))
-                })
+                oxla_ir::verifier::verify_module(device_module.as_ref().unwrap_or(&module)).map_err(
+                    |errors| {
+                        ClientError::Internal(format!(
+                            "the plan failed verification ({} errors):\n{}",
+                            errors.len(),
+                            errors.summary(20)
+                        ))
+                    },
+                )
             })?;
         }
         run.plan(&module);

@@ -15,6 +15,7 @@ pub mod module;
 pub mod ops;
 pub mod print;
 pub mod sharding;
+pub mod transform;
 pub mod types;
 pub mod verifier;
 

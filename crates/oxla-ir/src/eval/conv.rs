@@ -494,13 +494,13 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
             fill(start, a)?;
             if direct {
                 let c = out.get_mut(start * per_group..(start + rows) * per_group)?;
-                if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
+                if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c, true) {
                     return None;
                 }
                 continue;
             }
             let c = &mut c[..rows * per_group];
-            if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c) {
+            if !matmul_into(rows, kdim, per_group, a, sa, &w, sw, c, true) {
                 return None;
             }
             for (k, crow) in c.chunks_exact(per_group).enumerate() {

@@ -16,6 +16,7 @@ use super::element::{decode, encode, storage_of, Array, Storage};
 use super::elementwise::{ComplexOps, Int};
 use super::gemm::{group_stride, matmul_into, Strided};
 use super::shape::permute;
+use super::threads;
 use super::typed::{self, view_bytes, ArrayFloat};
 use crate::{ElementType, IrError, Literal, TensorType};
 use num_complex::Complex;
@@ -263,13 +264,11 @@ fn float_product<T: ArrayFloat>(
     b: FloatOperand<'_, T>,
     ty: TensorType,
 ) -> Result<Option<Literal>, IrError> {
-    let product = |out: &mut [T]| -> bool {
-        if s.m * s.n == 0 {
-            return true;
-        }
+    // The products of batch entries `first..` into `out`, each threaded or not.
+    let products = |first: usize, out: &mut [T], parallel: bool| -> bool {
         out.chunks_exact_mut(s.m * s.n)
-            .enumerate()
-            .all(|(i, chunk)| {
+            .zip(first..)
+            .all(|(chunk, i)| {
                 let sa = Strided {
                     offset: i * a.batch_stride,
                     ..a.matrix
@@ -278,8 +277,29 @@ fn float_product<T: ArrayFloat>(
                     offset: i * b.batch_stride,
                     ..b.matrix
                 };
-                matmul_into(s.m, s.k, s.n, &a.data, sa, &b.data, sb, chunk)
+                matmul_into(s.m, s.k, s.n, &a.data, sa, &b.data, sb, chunk, parallel)
             })
+    };
+    let product = |out: &mut [T]| -> bool {
+        if s.m * s.n == 0 {
+            return true;
+        }
+        let threads = threads::count();
+        let work = s.batch.saturating_mul(s.m * s.n).saturating_mul(s.k);
+        if !split_batch(s.batch, threads, work) {
+            return products(0, out, true);
+        }
+        // Whole products per thread: no hand-offs inside each (small) product.
+        let per = s.batch.div_ceil(threads);
+        let mut ok = vec![true; s.batch.div_ceil(per)];
+        let parts = out
+            .chunks_mut(per * s.m * s.n)
+            .zip(ok.iter_mut())
+            .enumerate();
+        threads::for_each(parts, |(t, (part, ok))| {
+            *ok = products(t * per, part, false)
+        });
+        ok.iter().all(|&ok| ok)
     };
     let n = s.batch * s.m * s.n;
     if ty.element_type == T::ET {
@@ -294,6 +314,17 @@ fn float_product<T: ArrayFloat>(
         return Ok(None);
     }
     encode(&T::into_array(out), ty).map(Some)
+}
+
+/// Whether a batch of `batch` products splits over `threads` threads by whole products
+/// (each on one thread) rather than threading each product: when every thread gets the
+/// same number of them, or enough that the last thread's shortfall is small, and the
+/// `work` (multiply-adds in all) is worth a hand-off.
+fn split_batch(batch: usize, threads: usize, work: usize) -> bool {
+    threads > 1
+        && batch >= threads
+        && (batch.is_multiple_of(threads) || batch >= 4 * threads)
+        && work >= super::gemm::THREADED_PRODUCT
 }
 
 /// Evaluates `dot_general`.
@@ -355,5 +386,94 @@ mod tests {
         )
         .unwrap();
         assert_eq!(to_f32(&got), as_f32(&to_i32(&want)));
+    }
+
+    /// Batches of products split over the threads (whole products per thread, each run
+    /// alone) give the bits of every batch entry's product computed on its own, and the
+    /// sums of the definition; batch counts that do not split evenly included.
+    #[test]
+    fn batches_split_over_threads_give_each_products_bits() {
+        // (batch, m, k, n, rhs transposed: `q . k^T`, contracting both last dimensions)
+        for (batch, m, k, n, transposed) in [
+            (8, 40, 24, 36, true),
+            (9, 33, 17, 20, false),
+            (3, 64, 40, 48, true),
+            (16, 16, 16, 16, false),
+            (2, 70, 90, 30, true),
+        ] {
+            let rhs_shape = if transposed {
+                [batch, n, k]
+            } else {
+                [batch, k, n]
+            };
+            let lv: Vec<f32> = (0..batch * m * k)
+                .map(|i| ((i * 7) % 23) as f32 * 0.25 - 2.0)
+                .collect();
+            let rv: Vec<f32> = (0..batch * k * n)
+                .map(|i| ((i * 5) % 19) as f32 * 0.5 - 4.0)
+                .collect();
+            let rhs_contracting = if transposed { 2 } else { 1 };
+            let batched = run_op(
+                OpKind::DotGeneral,
+                &[
+                    f32s(&[batch as i64, m as i64, k as i64], &lv),
+                    f32s(&rhs_shape.map(|d| d as i64), &rv),
+                ],
+                t(&[batch as i64, m as i64, n as i64], ElementType::F32),
+                vec![
+                    ("lhs_batching_dimensions", i64s(&[0])),
+                    ("rhs_batching_dimensions", i64s(&[0])),
+                    ("lhs_contracting_dimensions", i64s(&[2])),
+                    ("rhs_contracting_dimensions", i64s(&[rhs_contracting])),
+                ],
+            )
+            .unwrap();
+            let got = to_f32(&batched);
+            for b in 0..batch {
+                let lhs = &lv[b * m * k..(b + 1) * m * k];
+                let rhs = &rv[b * k * n..(b + 1) * k * n];
+                let alone = run_op(
+                    OpKind::DotGeneral,
+                    &[
+                        f32s(&[m as i64, k as i64], lhs),
+                        f32s(
+                            &rhs_shape[1..].iter().map(|&d| d as i64).collect::<Vec<_>>(),
+                            rhs,
+                        ),
+                    ],
+                    t(&[m as i64, n as i64], ElementType::F32),
+                    vec![
+                        ("lhs_contracting_dimensions", i64s(&[1])),
+                        ("rhs_contracting_dimensions", i64s(&[rhs_contracting - 1])),
+                    ],
+                )
+                .unwrap();
+                let entry = &got[b * m * n..(b + 1) * m * n];
+                let alone = to_f32(&alone);
+                assert!(
+                    entry
+                        .iter()
+                        .zip(&alone)
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "batch {batch} entry {b}"
+                );
+                for i in 0..m {
+                    for j in 0..n {
+                        let exact: f64 = (0..k)
+                            .map(|p| {
+                                let r = if transposed {
+                                    rhs[j * k + p]
+                                } else {
+                                    rhs[p * n + j]
+                                };
+                                f64::from(lhs[i * k + p]) * f64::from(r)
+                            })
+                            .sum();
+                        let g = f64::from(entry[i * n + j]);
+                        assert!((g - exact).abs() <= 1e-3 * exact.abs().max(1.0));
+                    }
+                }
+            }
+        }
     }
 }

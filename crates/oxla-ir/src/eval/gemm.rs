@@ -9,7 +9,8 @@ pub(crate) use oxla_simd::Strided;
 
 /// `out = a * b` for an `m x k` matrix `a` and a `k x n` matrix `b`, with `out` an
 /// `m x n` row-major slice. Returns `false` (leaving `out` unspecified) when a view does
-/// not fit its slice, so the caller can fall back to its own loop.
+/// not fit its slice, so the caller can fall back to its own loop. With `parallel` false
+/// the product stays on the calling thread (its caller splits the work itself).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     m: usize,
@@ -20,6 +21,7 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     b: &[T],
     sb: Strided,
     out: &mut [T],
+    parallel: bool,
 ) -> bool {
     // `gemm` packs a right-hand side that is contiguous down its columns (the `b` of
     // `a . B^T`, where `B` is stored row-major) about three times slower than one contiguous
@@ -30,14 +32,14 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
         && k >= TRANSPOSED_MIN
         && n >= TRANSPOSED_MIN
     {
-        if let Some(bytes) = row_major_copy(k, n, b, sb) {
+        if let Some(bytes) = row_major_copy(k, n, b, sb, parallel) {
             let rows: &[T] = bytemuck::cast_slice(&bytes);
             let sb = Strided {
                 offset: 0,
                 row: n,
                 col: 1,
             };
-            let done = matmul_into(m, k, n, a, sa, rows, sb, out);
+            let done = matmul_into(m, k, n, a, sa, rows, sb, out, parallel);
             super::pool::give(bytes);
             return done;
         }
@@ -46,7 +48,7 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     // it is called from: run those from the evaluator's pool (whose threads flush denormals
     // like the calling thread), and smaller ones on this thread, so that no second pool
     // (rayon's global one) competes for the cores.
-    if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
+    if parallel && m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
         super::threads::install(|| oxla_simd::matmul(m, k, n, a, sa, b, sb, out, true))
     } else {
         oxla_simd::matmul(m, k, n, a, sa, b, sb, out, false)
@@ -59,9 +61,16 @@ const TRANSPOSED_MIN: usize = 16;
 
 /// The `k x n` view `b` (`sb.row == 1`: each column contiguous) as a row-major matrix
 /// (`oxla_simd::transpose32` for 32-bit elements, in cache-friendly blocks; 64-bit ones
-/// in the `transpose` op's square tiles). The copy's bytes come from (and go back to) the evaluator's buffer cache.
+/// in the `transpose` op's square tiles), split over the threads when `parallel` and
+/// large. The copy's bytes come from (and go back to) the evaluator's buffer cache.
 /// `None` when the view does not fit `b` or the buffer is not aligned for `T`.
-fn row_major_copy<T: bytemuck::Pod>(k: usize, n: usize, b: &[T], sb: Strided) -> Option<Vec<u8>> {
+fn row_major_copy<T: bytemuck::Pod>(
+    k: usize,
+    n: usize,
+    b: &[T],
+    sb: Strided,
+    parallel: bool,
+) -> Option<Vec<u8>> {
     let b = b.get(sb.offset..)?;
     let mut bytes = super::pool::take_for_overwrite(k * n * std::mem::size_of::<T>());
     let out: &mut [T] = bytemuck::try_cast_slice_mut(&mut bytes).ok()?;
@@ -69,7 +78,7 @@ fn row_major_copy<T: bytemuck::Pod>(k: usize, n: usize, b: &[T], sb: Strided) ->
         let src: &[u32] = bytemuck::try_cast_slice(b).ok()?;
         let dst: &mut [u32] = bytemuck::try_cast_slice_mut(out).ok()?;
         // Large copies split their output rows over the threads (a multiple of 8 each).
-        let threads = if k * n >= PARALLEL_COPY {
+        let threads = if parallel && k * n >= PARALLEL_COPY {
             super::threads::count().max(1)
         } else {
             1
@@ -96,7 +105,7 @@ const PARALLEL_COPY: usize = 1 << 16;
 
 /// Multiply-adds from which a product may be threaded: `gemm`'s default threshold for
 /// complex f64, its lowest.
-const THREADED_PRODUCT: usize = 48 * 48 * 256 / 16;
+pub(crate) const THREADED_PRODUCT: usize = 48 * 48 * 256 / 16;
 
 /// The stride of a group of dimensions visited in the order `dims` inside a row-major
 /// array of extents `ext` and strides `strides`, when the group can be walked as one
@@ -156,7 +165,7 @@ mod tests {
                 col: k,
             };
             let mut got = vec![T::ZERO; m * n];
-            assert!(matmul_into(m, k, n, &a, sa, &big_b, sb, &mut got));
+            assert!(matmul_into(m, k, n, &a, sa, &big_b, sb, &mut got, true));
             let b_t: Vec<T> = (0..k * n).map(|i| big_b[(i % n) * k + i / n]).collect();
             let mut want = vec![T::ZERO; m * n];
             let st = Strided {
@@ -164,7 +173,7 @@ mod tests {
                 row: n,
                 col: 1,
             };
-            assert!(matmul_into(m, k, n, &a, sa, &b_t, st, &mut want));
+            assert!(matmul_into(m, k, n, &a, sa, &b_t, st, &mut want, true));
             assert!(got
                 .iter()
                 .zip(&want)

@@ -164,6 +164,18 @@ pub(crate) fn take_for_overwrite(len: usize) -> Vec<u8> {
     take(len).unwrap_or_else(|| vec![0; len])
 }
 
+/// An empty buffer with room for `len` bytes (a cached one when there is one), for a
+/// caller that appends exactly `len` bytes.
+pub(crate) fn take_empty(len: usize) -> Vec<u8> {
+    match take(len) {
+        Some(mut buffer) => {
+            buffer.clear();
+            buffer
+        }
+        None => Vec::with_capacity(len),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,8 +18,8 @@ use super::slab_program::{Scratch, SlabProgram};
 use super::threads;
 use super::{Collectives, EvalOptions, Interp, PlanCache, SingleDevice, Value};
 use crate::{
-    Block, Function, FunctionType, IrError, Literal, Op, OpKind, Region, TensorType, Type, ValueId,
-    Visibility,
+    Block, ElementType, Function, FunctionType, IrError, Literal, Op, OpKind, Region, TensorType,
+    Type, ValueId, Visibility,
 };
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -603,20 +603,23 @@ impl RowKernel {
         let single: &dyn Collectives = &SingleDevice;
         let mut interp = Interp::new(module, cache, single, options);
         interp.row_tiling = false;
-        // Whole inputs as f32, for the slab programs.
+        // Whole inputs as f32 (masks as 0.0/1.0), for the slab programs.
         let whole: Vec<Option<Cow<'_, [f32]>>> = self
             .inputs
             .iter()
             .zip(args)
             .map(|(input, lit)| {
                 (input.mode == Mode::Whole && self.full_program.is_some())
-                    .then(|| super::typed::view::<f32>(lit))
+                    .then(|| program_view(lit.ty.element_type, &lit.data))
                     .flatten()
             })
             .collect();
         let mut scratch: [Option<Scratch>; 2] = [None, None];
         // Programs write f32 rows in place (allocations are aligned; this is a guard).
-        let aligned = outs.iter().all(|o| o.as_ptr().align_offset(4) == 0);
+        let aligned = outs
+            .iter()
+            .zip(&self.outputs)
+            .all(|(o, t)| t.element_type == ElementType::Pred || o.as_ptr().align_offset(4) == 0);
         let mut start = 0;
         while start < n {
             let len = self.slab.min(n - start);
@@ -691,33 +694,107 @@ impl RowKernel {
         at: usize,
         outs: &mut [&mut [u8]],
     ) -> Result<(), IrError> {
-        // Row inputs are read in place (copied only when their bytes are not aligned).
-        let mut views: Vec<Cow<'_, [f32]>> = Vec::with_capacity(args.len());
-        for ((input, lit), whole) in self.inputs.iter().zip(args).zip(whole) {
-            views.push(match input.mode {
+        // Row inputs are read in place (copied only when their bytes are not aligned);
+        // masks are widened to 0.0/1.0 in buffers of the thread's cache.
+        let mut widened: Vec<Vec<u8>> = Vec::new();
+        let mut row_bytes_of: Vec<Option<&[u8]>> = Vec::with_capacity(args.len());
+        for (input, lit) in self.inputs.iter().zip(args) {
+            let bytes = match input.mode {
                 Mode::Row => {
                     let row_bytes = lit.data.len() / self.rows;
                     let bytes = lit
                         .data
                         .get(row * row_bytes..(row + len) * row_bytes)
                         .ok_or_else(|| self.error("an input is shorter than its rows".into()))?;
-                    super::typed::view_bytes::<f32>(bytes)
+                    if lit.ty.element_type == ElementType::Pred {
+                        widened.push(widen_mask(bytes));
+                    }
+                    Some(bytes)
                 }
-                Mode::Whole => Cow::Borrowed(whole.as_deref().unwrap_or(&[])),
+                Mode::Whole => None,
+            };
+            row_bytes_of.push(bytes);
+        }
+        let mut widened_views = widened.iter();
+        let mut views: Vec<Cow<'_, [f32]>> = Vec::with_capacity(args.len());
+        for ((lit, bytes), whole) in args.iter().zip(row_bytes_of).zip(whole) {
+            views.push(match (bytes, lit.ty.element_type) {
+                (None, _) => Cow::Borrowed(whole.as_deref().unwrap_or(&[])),
+                (Some(_), ElementType::Pred) => widened_views
+                    .next()
+                    .and_then(|w| bytemuck::try_cast_slice(w).ok())
+                    .map(Cow::Borrowed)
+                    .ok_or_else(|| self.error("a mask input did not widen".into()))?,
+                (Some(bytes), ElementType::F32) => super::typed::view_bytes::<f32>(bytes),
+                (Some(_), _) => return Err(self.error(format!("an input is {}", lit.ty))),
             });
         }
         let views: Vec<&[f32]> = views.iter().map(|v| v.as_ref()).collect();
-        let mut parts: Vec<&mut [f32]> = Vec::with_capacity(outs.len());
+        // Mask outputs are computed as 0.0/1.0 and stored as bytes afterwards.
+        let mut masks: Vec<Vec<u8>> = Vec::new();
+        let mut rows: Vec<&mut [u8]> = Vec::with_capacity(outs.len());
         for (out, t) in outs.iter_mut().zip(&self.outputs) {
             let row_bytes = t.byte_size().unwrap_or(0) / self.rows;
             let part = out
                 .get_mut(at * row_bytes..(at + len) * row_bytes)
-                .and_then(|p| bytemuck::try_cast_slice_mut(p).ok())
                 .ok_or_else(|| self.error("an output does not hold its rows".into()))?;
-            parts.push(part);
+            if t.element_type == ElementType::Pred {
+                // The program writes every element.
+                masks.push(pool::take_for_overwrite(part.len() * 4));
+            }
+            rows.push(part);
         }
-        program
+        let mut mask_parts = masks.iter_mut();
+        let mut parts: Vec<&mut [f32]> = Vec::with_capacity(rows.len());
+        for (part, t) in rows.iter_mut().zip(&self.outputs) {
+            let part = if t.element_type == ElementType::Pred {
+                mask_parts
+                    .next()
+                    .and_then(|m| bytemuck::try_cast_slice_mut(m.as_mut_slice()).ok())
+            } else {
+                bytemuck::try_cast_slice_mut(part).ok()
+            };
+            parts.push(part.ok_or_else(|| self.error("an output does not hold its rows".into()))?);
+        }
+        let result = program
             .run(&views, scratch, &mut parts)
-            .map_err(|detail| self.error(detail))
+            .map_err(|detail| self.error(detail));
+        if result.is_ok() {
+            let mut masks = masks.iter();
+            for (part, t) in rows.iter_mut().zip(&self.outputs) {
+                if t.element_type == ElementType::Pred {
+                    let mask: &[f32] = masks
+                        .next()
+                        .and_then(|m| bytemuck::try_cast_slice(m).ok())
+                        .unwrap_or(&[]);
+                    for (byte, &m) in part.iter_mut().zip(mask) {
+                        *byte = u8::from(m != 0.0);
+                    }
+                }
+            }
+        }
+        masks.into_iter().chain(widened).for_each(pool::give);
+        result
+    }
+}
+
+/// `i1` bytes as 0.0/1.0 f32 values, in a buffer of the thread's cache.
+fn widen_mask(bytes: &[u8]) -> Vec<u8> {
+    let mut out = pool::take_for_overwrite(bytes.len() * 4);
+    for (o, &b) in out.chunks_exact_mut(4).zip(bytes) {
+        o.copy_from_slice(&f32::from(u8::from(b != 0)).to_ne_bytes());
+    }
+    out
+}
+
+/// A slab program's view of `bytes` of element type `et`: f32 in place (copied only when
+/// not aligned), an `i1` mask as 0.0/1.0; `None` for other types.
+fn program_view(et: ElementType, bytes: &[u8]) -> Option<Cow<'_, [f32]>> {
+    match et {
+        ElementType::F32 => Some(super::typed::view_bytes::<f32>(bytes)),
+        ElementType::Pred => Some(Cow::Owned(
+            bytes.iter().map(|&b| f32::from(u8::from(b != 0))).collect(),
+        )),
+        _ => None,
     }
 }

@@ -25,7 +25,7 @@ pub(crate) fn strided_copy(
     offset: isize,
 ) -> Result<Vec<u8>, IrError> {
     let n: usize = out.iter().product();
-    let mut res = Vec::with_capacity(n * esize);
+    let mut res = super::pool::take_empty(n * esize);
     if n == 0 {
         return Ok(res);
     }
@@ -150,14 +150,12 @@ pub(crate) fn iota(cx: OpCx<'_>) -> Result<Literal, IrError> {
     let ty = cx.result_tensor(0)?;
     let dim = cx.int("iota_dimension")?;
     let dim = cx.dims("iota_dimension", &[dim], ty.rank())?[0];
-    let ext = extents(&ty.shape);
-    let st = strides(&ext);
-    let n = ty.num_elements().unwrap_or(0);
-    let values: Vec<u8> = (0..n)
-        .flat_map(|i| (((i / st[dim]) % ext[dim].max(1)) as i64).to_le_bytes())
-        .collect();
-    let indices = Literal::new(TensorType::new(ty.shape.clone(), ElementType::S64), values)?;
-    convert_literal(&indices, ty.element_type)
+    // The indices along `dim`, converted once, then broadcast over the other dimensions.
+    let len = extents(&ty.shape)[dim];
+    let values: Vec<u8> = (0..len as i64).flat_map(i64::to_le_bytes).collect();
+    let indices = Literal::new(TensorType::new(vec![len as i64], ElementType::S64), values)?;
+    let indices = convert_literal(&indices, ty.element_type)?;
+    broadcast_to(cx, &indices, ty, &[dim])
 }
 
 /// Broadcasts `x` into `ty`, operand dimension `i` becoming result dimension `dims[i]`.
@@ -521,7 +519,7 @@ pub(crate) fn concatenate(cx: OpCx<'_>, inputs: &[&Literal]) -> Result<Literal, 
     let outer: usize = ext[..dim].iter().product();
     let inner: usize = ext[dim + 1..].iter().product::<usize>() * et.byte_size();
     let ty = TensorType::new(shape, et);
-    let mut out = Vec::with_capacity(ty.byte_size().unwrap_or(0));
+    let mut out = super::pool::take_empty(ty.byte_size().unwrap_or(0));
     for o in 0..outer {
         for lit in inputs {
             let chunk = lit.ty.shape[dim] as usize * inner;

@@ -3,8 +3,8 @@
 //! A row group ([`super::rows`]) runs one slab of rows at a time. Through the interpreter
 //! each slab pays the per-op dispatch, copies its input rows out and materialises every
 //! value in a fresh buffer. A [`SlabProgram`] resolves that once per group: an f32 chain
-//! (with `i1` masks from compares, held as 0.0/1.0) becomes a flat list of steps over a
-//! few buffers, input rows are read in place, constants are computed once, and a buffer is
+//! (with `i1` masks, held as 0.0/1.0: from compares, or arguments and results the caller
+//! converts) becomes a flat list of steps over a few buffers, input rows are read in place, constants are computed once, and a buffer is
 //! reused as soon as its value dies, so a slab's working set stays in cache.
 //!
 //! Elementwise steps run the fused kernel's tile instructions, broadcasts its strided
@@ -39,7 +39,8 @@ enum Loc {
 enum Step {
     /// An elementwise tile instruction over whole values of one shape.
     Elem(Inst, usize),
-    /// `dst` is `src` broadcast to `shape`, with `src`'s stride along each dimension.
+    /// `dst` is `src` read as `shape` with `src`'s stride along each dimension (a broadcast
+    /// or a transpose).
     Broadcast {
         src: usize,
         dst: usize,
@@ -188,6 +189,9 @@ impl Builder<'_> {
         if op.kind == OpKind::Reduce {
             return self.reduce(op, r, &operands);
         }
+        if op.kind == OpKind::Transpose {
+            return self.transpose(op, r, &operands);
+        }
         let (shape, member) = classify(self.func, op)?;
         let src = |i: usize| operands.get(i).copied();
         let inst = match member {
@@ -218,6 +222,42 @@ impl Builder<'_> {
         }
         self.locs[r] = Some(Loc::Buf(0));
         self.steps.push(Step::Elem(inst, r));
+        Some(())
+    }
+
+    /// A transpose: a strided load of the operand, which walks it in the result's order.
+    fn transpose(&mut self, op: &crate::Op, r: usize, operands: &[usize]) -> Option<()> {
+        let [src] = operands else {
+            return None;
+        };
+        let input = tensor_of(self.func, op.operands[0])?;
+        let result = tensor_of(self.func, op.results[0])?;
+        if input.element_type != result.element_type || self.lens[*src] != self.lens[r] {
+            return None;
+        }
+        let cx = OpCx {
+            op,
+            func: self.func,
+        };
+        let perm = cx
+            .dims("permutation", &cx.i64s("permutation").ok()?, input.rank())
+            .ok()?;
+        let ext = extents(&input.shape);
+        let in_strides = super::context::strides(&ext);
+        let shape: Vec<usize> = perm
+            .iter()
+            .map(|&p| ext.get(p).copied())
+            .collect::<Option<_>>()?;
+        if perm.len() != ext.len() || shape != extents(&result.shape) {
+            return None;
+        }
+        self.locs[r] = Some(Loc::Buf(0));
+        self.steps.push(Step::Broadcast {
+            src: *src,
+            dst: r,
+            shape,
+            strides: perm.iter().map(|&p| in_strides[p]).collect(),
+        });
         Some(())
     }
 
@@ -439,13 +479,29 @@ impl SlabProgram {
             kernels: Vec::new(),
             steps: Vec::new(),
         };
-        let groups = find_groups(func, block, true, &[]);
+        // An `i1` value the function returns is computed by its own step (a fused group
+        // writes only f32), held as 0.0/1.0 like every mask here.
+        let returned = block
+            .ops
+            .last()
+            .map_or(&[][..], |op| op.operands.as_slice());
+        let mask_outputs: Vec<bool> = block
+            .ops
+            .iter()
+            .map(|op| {
+                op.results.iter().any(|r| {
+                    returned.contains(r)
+                        && tensor_of(func, *r).map(|t| t.element_type) == Some(ElementType::Pred)
+                })
+            })
+            .collect();
+        let groups = find_groups(func, block, true, &mask_outputs);
         let mut kernels: Vec<Option<(FusedKernel, usize)>> =
             groups.kernels.into_iter().map(Some).collect();
         let mut args = Vec::new();
         for (k, a) in block.arguments.iter().enumerate() {
             let t = tensor_of(func, *a)?;
-            if t.element_type != ElementType::F32 {
+            if !matches!(t.element_type, ElementType::F32 | ElementType::Pred) {
                 return None;
             }
             let i = a.index();
@@ -485,7 +541,8 @@ impl SlabProgram {
         b.merge_row_sums(&outputs);
         for &o in &outputs {
             let t = tensor_of(func, crate::ValueId(u32::try_from(o).ok()?))?;
-            if t.element_type != ElementType::F32 || b.locs.get(o).copied().flatten().is_none() {
+            let f32_or_mask = matches!(t.element_type, ElementType::F32 | ElementType::Pred);
+            if !f32_or_mask || b.locs.get(o).copied().flatten().is_none() {
                 return None;
             }
         }
