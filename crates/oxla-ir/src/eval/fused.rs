@@ -1130,7 +1130,10 @@ impl Inst {
                     #[inline(always)]
                     || {
                         for (((o, &p), &t), &f) in out.iter_mut().zip(p).zip(t).zip(f) {
-                            *o = if p != 0.0 { t } else { f };
+                            // A blend of the bits: written as a choice between the two
+                            // elements, the loop becomes a gather through their addresses.
+                            let m = 0u32.wrapping_sub(u32::from(p != 0.0));
+                            *o = f32::from_bits((t.to_bits() & m) | (f.to_bits() & !m));
                         }
                     },
                 );
@@ -1175,12 +1178,27 @@ impl Source<'_> {
     fn copy(&self, at: usize, step: usize, dst: &mut [f32]) {
         match (self, step) {
             (Source::F32(v), 1) => dst.copy_from_slice(&v[at..at + dst.len()]),
+            (Source::Pred(b), 1) => {
+                let bytes = &b[at..at + dst.len()];
+                oxla_simd::vectorized(
+                    #[inline(always)]
+                    || widen(bytes, dst),
+                );
+            }
             _ => {
                 for (k, d) in dst.iter_mut().enumerate() {
                     *d = self.get(at + k * step);
                 }
             }
         }
+    }
+}
+
+/// `i1` bytes as 0.0/1.0 (a loop the compiler vectorizes).
+#[inline(always)]
+fn widen(bytes: &[u8], dst: &mut [f32]) {
+    for (d, &b) in dst.iter_mut().zip(bytes) {
+        *d = f32::from(u8::from(b != 0));
     }
 }
 
