@@ -74,6 +74,73 @@ pub(crate) struct Plan {
     /// Per output spatial position: its flat output offset and the (lhs, rhs) offset pairs.
     taps: Vec<(usize, Vec<(usize, usize)>)>,
     n_out: usize,
+    /// The window matrix's layout, worked out once with the plan.
+    windows: Windows,
+}
+
+/// How the im2col window matrix is laid out: its column blocks are the kernel taps some
+/// output position uses (in kernel-offset order), `kernel_in` columns each.
+#[derive(Debug)]
+struct Windows {
+    /// The kernel offset of each column block.
+    taps: Vec<usize>,
+    /// The column block of each kernel offset (`usize::MAX` for unused ones).
+    tap_of: Vec<usize>,
+    /// With features innermost (NHWC), per output position the copies of its window
+    /// (input offset, column, length), `runs[run_starts[q]..run_starts[q + 1]]` for
+    /// position `q`: taps whose inputs and columns both follow on from the previous tap's
+    /// (the taps along a row of the kernel, say) merge into one run. Empty otherwise.
+    runs: Vec<(usize, usize, usize)>,
+    run_starts: Vec<usize>,
+}
+
+impl Windows {
+    fn new(taps: &[(usize, Vec<(usize, usize)>)], kin: usize, lhs_feature_stride: usize) -> Self {
+        let mut used: Vec<bool> = Vec::new();
+        for &(_, r) in taps.iter().flat_map(|(_, pairs)| pairs) {
+            if r >= used.len() {
+                used.resize(r + 1, false);
+            }
+            used[r] = true;
+        }
+        let columns: Vec<usize> = (0..used.len()).filter(|&r| used[r]).collect();
+        let mut tap_of = vec![usize::MAX; used.len()];
+        for (t, &r) in columns.iter().enumerate() {
+            tap_of[r] = t;
+        }
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let mut run_starts = Vec::new();
+        if lhs_feature_stride == 1 {
+            run_starts.push(0);
+            for (_, pairs) in taps {
+                let first = runs.len();
+                for &(l, r) in pairs {
+                    let d = tap_of[r].saturating_mul(kin);
+                    // Runs never reach across positions.
+                    let own = runs.len() > first;
+                    match runs.last_mut() {
+                        Some((l0, d0, len)) if own && *l0 + *len == l && *d0 + *len == d => {
+                            *len += kin
+                        }
+                        _ => runs.push((l, d, kin)),
+                    }
+                }
+                run_starts.push(runs.len());
+            }
+        }
+        Windows {
+            taps: columns,
+            tap_of,
+            runs,
+            run_starts,
+        }
+    }
+
+    /// The copies of position `q`'s window, when the windows are copied in runs.
+    fn runs_of(&self, q: usize) -> Option<&[(usize, usize, usize)]> {
+        let (&a, &b) = (self.run_starts.get(q)?, self.run_starts.get(q + 1)?);
+        self.runs.get(a..b)
+    }
 }
 
 fn plan(
@@ -266,6 +333,7 @@ fn plan(
         rhs_out_stride: rs[ko],
         out_batch_stride: os[ob],
         out_feature_stride: os[ofeat],
+        windows: Windows::new(&taps, kernel_in, ls[ifeat]),
         taps,
         n_out: oe.iter().product(),
     })
@@ -318,15 +386,9 @@ const PARALLEL_PRODUCT: usize = 1 << 20;
 /// `out` (`p.n_out` elements) must be zeroed. Large products with the output written in
 /// place split their blocks over threads, each building its own window matrix.
 fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Option<()> {
-    // Every kernel tap some output position uses, by its kernel offset.
-    let mut used: Vec<bool> = Vec::new();
-    for &(_, r) in p.taps.iter().flat_map(|(_, pairs)| pairs) {
-        if r >= used.len() {
-            used.resize(r + 1, false);
-        }
-        used[r] = true;
-    }
-    let taps: Vec<usize> = (0..used.len()).filter(|&r| used[r]).collect();
+    let taps = &p.windows.taps;
+    let tap_of = &p.windows.tap_of;
+    let copies_runs = !p.windows.run_starts.is_empty();
     let kin = p.kernel_in;
     let kdim = taps.len() * kin;
     let groups = p.feature_groups.max(p.batch_groups);
@@ -338,32 +400,6 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
     if n_pos == 0 || per_group == 0 || kdim == 0 {
         return Some(());
     }
-    // The column block of each kernel tap, by its kernel offset.
-    let mut tap_of = vec![usize::MAX; taps.last().map_or(0, |&r| r + 1)];
-    for (t, &r) in taps.iter().enumerate() {
-        tap_of[r] = t;
-    }
-    // With features innermost (NHWC), per output position the copies of its window: taps
-    // whose inputs and columns both follow on from the previous tap's (the taps along a
-    // row of the kernel, say) merge into one run (input offset, column, length).
-    let runs: Option<Vec<Vec<(usize, usize, usize)>>> = if p.lhs_feature_stride == 1 {
-        p.taps
-            .iter()
-            .map(|(_, pairs)| {
-                let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-                for &(l, r) in pairs {
-                    let d = tap_of.get(r)?.checked_mul(kin)?;
-                    match runs.last_mut() {
-                        Some((l0, d0, len)) if *l0 + *len == l && *d0 + *len == d => *len += kin,
-                        _ => runs.push((l, d, kin)),
-                    }
-                }
-                Some(runs)
-            })
-            .collect()
-    } else {
-        None
-    };
     // Rows of the window matrix are (batch element, output position) pairs, so one
     // product covers many batch elements; the matrix is bounded to 2^17 elements, so it
     // stays in the second cache level between being built and being read.
@@ -422,10 +458,10 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                     arow.fill(T::ZERO);
                 }
                 let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
-                if let Some(runs) = &runs {
+                if copies_runs {
                     // Features innermost (NHWC): one contiguous copy per run of taps; a
                     // short run in fixed-size pieces, cheaper than a `memcpy` call.
-                    for &(l, d, len) in runs.get(pos)? {
+                    for &(l, d, len) in p.windows.runs_of(pos)? {
                         let src = lhs.get(lhs_base + l..lhs_base + l + len)?;
                         let dst = arow.get_mut(d..d + len)?;
                         if len <= 256 {
@@ -596,6 +632,29 @@ pub(crate) fn convolution_with(
 mod tests {
     use super::super::testing::*;
     use crate::{Attribute, ElementType, OpKind};
+
+    /// The window layout numbers the taps in use, and merges copies that follow on in both
+    /// the input and the columns, within a position only.
+    #[test]
+    fn window_runs_merge_within_a_position() {
+        // Kernel offsets 0, 1 and 4 are used (kernel offset 2 and 3 never), two features.
+        let taps = vec![
+            (0, vec![(0, 0), (2, 1)]),
+            (1, vec![(4, 4)]),
+            (2, vec![(10, 1), (12, 4)]),
+        ];
+        let w = super::Windows::new(&taps, 2, 1);
+        assert_eq!(w.taps, vec![0, 1, 4]);
+        assert_eq!(w.tap_of[4], 2);
+        // Position 0: offsets 0 and 2 into columns 0 and 2 make one run of 4.
+        assert_eq!(w.runs_of(0), Some(&[(0, 0, 4)][..]));
+        // Position 1 follows on from position 0's run in both, but starts its own.
+        assert_eq!(w.runs_of(1), Some(&[(4, 4, 2)][..]));
+        assert_eq!(w.runs_of(2), Some(&[(10, 2, 4)][..]));
+        assert_eq!(w.runs_of(3), None);
+        // Features not innermost: no runs.
+        assert!(super::Windows::new(&taps, 2, 7).runs_of(0).is_none());
+    }
 
     /// NHWC / HWIO / NHWC 2-d convolution attributes.
     fn attrs_nhwc(extra: Vec<(&'static str, Attribute)>) -> Vec<(&'static str, Attribute)> {
