@@ -454,6 +454,46 @@ fn generated_sine_hands_arguments_beyond_its_reduction_to_the_tile_loops() {
 }
 
 #[test]
+fn generated_code_reads_and_writes_masks() {
+    // `i1` arguments (one read in place, one broadcast along the rows) reach generated
+    // code widened to 0.0/1.0, and `i1` results leave it narrowed to bytes, also when
+    // the sine stops the code and the tile loops compute a block in between.
+    let text = "func.func @main(%x: tensor<64x300xf32>, %p: tensor<64x300xi1>, %q: tensor<300xi1>) -> (tensor<64x300xf32>, tensor<64x300xi1>, tensor<64x300xi1>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %zb = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> tensor<64x300xf32>
+  %s = stablehlo.sine %x : tensor<64x300xf32>
+  %gt = stablehlo.compare GT, %s, %zb, FLOAT : (tensor<64x300xf32>, tensor<64x300xf32>) -> tensor<64x300xi1>
+  %qb = stablehlo.broadcast_in_dim %q, dims = [1] : (tensor<300xi1>) -> tensor<64x300xi1>
+  %a = stablehlo.and %gt, %p : tensor<64x300xi1>
+  %o = stablehlo.or %a, %qb : tensor<64x300xi1>
+  %sel = stablehlo.select %o, %s, %x : tensor<64x300xi1>, tensor<64x300xf32>
+  %n = stablehlo.not %gt : tensor<64x300xi1>
+  return %sel, %o, %n : tensor<64x300xf32>, tensor<64x300xi1>, tensor<64x300xi1>
+}
+";
+    let module = parse_text(text).expect("parses");
+    if tile_code::available() {
+        assert_eq!(generated_groups(&module, "main"), vec![true]);
+    }
+    let n = 64 * 300;
+    for (seed, every) in [(1, n + 1), (2, 3001), (3, 97), (4, 5)] {
+        let mut rng = Rng(seed);
+        let values: Vec<f32> = (0..n)
+            .map(|i| {
+                if i % every == every / 2 {
+                    [1e5, f32::NAN, -3e4, f32::NEG_INFINITY][i % 4]
+                } else {
+                    (rng.below(20_001) as f32 - 10_000.0) / 97.0
+                }
+            })
+            .collect();
+        let mut args = main_args(&mut rng, &module);
+        args[0] = Literal::from_f32(&[64, 300], &values).expect("literal");
+        assert_fusion_invisible(&module, &args, &format!("masks, one in {every} stopping"));
+    }
+}
+
+#[test]
 fn softmax_fuses_into_one_group_per_shape() {
     // jax.nn.softmax over the last axis, as JAX lowers it.
     let text = "func.func @main(%x: tensor<4x300xf32>) -> tensor<4x300xf32> {

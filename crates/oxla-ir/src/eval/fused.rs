@@ -570,7 +570,6 @@ impl FusedKernel {
                 args.len()
             )));
         }
-        let mut sources: SmallVec<[Source<'_>; 8]> = SmallVec::with_capacity(self.inputs.len());
         for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
             let lit = args[k];
             if lit.ty != input.ty || Some(lit.data.len()) != lit.ty.byte_size() {
@@ -579,8 +578,37 @@ impl FusedKernel {
                     input.value.0, lit.ty, input.ty
                 )));
             }
+        }
+        // Generated code reads masks as 0.0/1.0 values: widened once, here, into buffers
+        // of the thread's cache.
+        let widen_masks = self.code.is_some() && super::tile_code::enabled();
+        let widened: SmallVec<[Vec<u8>; 2]> = self
+            .inputs
+            .iter()
+            .zip(&self.input_slot)
+            .filter(|(input, _)| widen_masks && input.ty.element_type == ElementType::Pred)
+            .map(|(_, &k)| {
+                let bytes = &args[k].data;
+                let mut wide = super::pool::take_for_overwrite(bytes.len() * 4);
+                if let Ok(values) = bytemuck::try_cast_slice_mut::<u8, f32>(&mut wide) {
+                    oxla_simd::vectorized(
+                        #[inline(always)]
+                        || widen(bytes, values),
+                    );
+                }
+                wide
+            })
+            .collect();
+        let mut widened_views = widened.iter();
+        let mut sources: SmallVec<[Source<'_>; 8]> = SmallVec::with_capacity(self.inputs.len());
+        for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
+            let lit = args[k];
             let data = match input.ty.element_type {
                 ElementType::F32 => Source::F32(typed::view_bytes::<f32>(&lit.data)),
+                _ if widen_masks => match widened_views.next() {
+                    Some(wide) => Source::F32(typed::view_bytes::<f32>(wide)),
+                    None => Source::Pred(&lit.data),
+                },
                 _ => Source::Pred(&lit.data),
             };
             sources.push(data);
@@ -620,6 +648,8 @@ impl FusedKernel {
                 self.run_range(sources, start, (start + per).min(n), &mut part)
             });
         }
+        drop(sources);
+        widened.into_iter().for_each(super::pool::give);
         self.outputs
             .iter()
             .zip(outs)
@@ -658,14 +688,14 @@ impl FusedKernel {
         true
     }
 
-    /// The kernel's inputs as its generated code reads them (strides and register), when
-    /// the kernel reads and writes only f32.
+    /// The kernel's inputs as its generated code reads them (strides and register). The
+    /// code computes on f32: `i1` inputs reach it widened to 0.0/1.0 ([`FusedKernel::run`])
+    /// and `i1` outputs leave it narrowed back ([`FusedKernel::run_generated`]).
     fn code_inputs(&self) -> Option<Vec<(&[usize], usize)>> {
-        let f32_inputs = self
-            .inputs
-            .iter()
-            .all(|i| i.ty.element_type == ElementType::F32);
-        (f32_inputs && self.writes_only_f32()).then(|| {
+        let f32_or_mask = |et: ElementType| matches!(et, ElementType::F32 | ElementType::Pred);
+        let inputs = self.inputs.iter().all(|i| f32_or_mask(i.ty.element_type));
+        let outputs = self.outputs.iter().all(|&(_, _, et)| f32_or_mask(et));
+        (inputs && outputs).then(|| {
             self.inputs
                 .iter()
                 .map(|i| (i.strides.as_slice(), i.reg))
@@ -699,6 +729,9 @@ impl FusedKernel {
         value: ValueId,
         keep: bool,
     ) -> Option<(KernelCode, Vec<usize>)> {
+        if !self.writes_only_f32() {
+            return None;
+        }
         let inputs = self.code_inputs()?;
         let sum = self.outputs.iter().find(|o| o.0 == value)?.1;
         let kept: Vec<usize> = (0..self.outputs.len())
@@ -775,8 +808,11 @@ impl FusedKernel {
         if at == start {
             return self.interpret(sources, at, stop, outs);
         }
-        let skip = (at - start) * 4;
-        let mut part: SmallVec<[&mut [u8]; 4]> = outs.iter_mut().map(|o| &mut o[skip..]).collect();
+        let mut part: SmallVec<[&mut [u8]; 4]> = outs
+            .iter_mut()
+            .zip(&self.outputs)
+            .map(|(o, &(_, _, et))| &mut o[(at - start) * et.byte_size()..])
+            .collect();
         self.interpret(sources, at, stop, &mut part);
     }
 
@@ -817,12 +853,40 @@ impl FusedKernel {
                 Source::Pred(_) => return None,
             }
         }
-        let mut dsts: SmallVec<[&mut [f32]; 4]> = SmallVec::with_capacity(outs.len());
-        for out in outs.iter_mut() {
-            let values = bytemuck::try_cast_slice_mut::<u8, f32>(out).ok()?;
-            dsts.push(values.get_mut(skip..)?);
+        // Mask outputs are computed as 0.0/1.0 into scratch values, then narrowed to bytes.
+        let mut masks: SmallVec<[Vec<u8>; 2]> = self
+            .outputs
+            .iter()
+            .filter(|&&(_, _, et)| et == ElementType::Pred)
+            .map(|_| super::pool::take_for_overwrite((end - start) * 4))
+            .collect();
+        let done = {
+            let mut scratch = masks.iter_mut();
+            let mut dsts: SmallVec<[&mut [f32]; 4]> = SmallVec::with_capacity(outs.len());
+            for (out, &(_, _, et)) in outs.iter_mut().zip(&self.outputs) {
+                if et == ElementType::Pred {
+                    let values = bytemuck::try_cast_slice_mut::<u8, f32>(scratch.next()?);
+                    dsts.push(values.ok()?);
+                } else {
+                    let values = bytemuck::try_cast_slice_mut::<u8, f32>(out).ok()?;
+                    dsts.push(values.get_mut(skip..)?);
+                }
+            }
+            code.run(&inputs, &mut dsts, start, end)?
+        };
+        let mut scratch = masks.iter();
+        for (out, &(_, _, et)) in outs.iter_mut().zip(&self.outputs) {
+            if et == ElementType::Pred {
+                let values = bytemuck::try_cast_slice::<u8, f32>(scratch.next()?).ok()?;
+                let bytes = out.get_mut(skip..skip + done)?;
+                oxla_simd::vectorized(
+                    #[inline(always)]
+                    || narrow(&values[..done], bytes),
+                );
+            }
         }
-        code.run(&inputs, &mut dsts, start, end)
+        masks.into_iter().for_each(super::pool::give);
+        Some(done)
     }
 
     /// [`FusedKernel::run_range`] with `regs` as the register file.
@@ -1199,6 +1263,14 @@ impl Source<'_> {
 fn widen(bytes: &[u8], dst: &mut [f32]) {
     for (d, &b) in dst.iter_mut().zip(bytes) {
         *d = f32::from(u8::from(b != 0));
+    }
+}
+
+/// 0.0/1.0 masks as `i1` bytes (a loop the compiler vectorizes).
+#[inline(always)]
+fn narrow(values: &[f32], dst: &mut [u8]) {
+    for (d, &v) in dst.iter_mut().zip(values) {
+        *d = u8::from(v != 0.0);
     }
 }
 
