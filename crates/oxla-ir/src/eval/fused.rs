@@ -587,17 +587,7 @@ impl FusedKernel {
             .iter()
             .zip(&self.input_slot)
             .filter(|(input, _)| widen_masks && input.ty.element_type == ElementType::Pred)
-            .map(|(_, &k)| {
-                let bytes = &args[k].data;
-                let mut wide = super::pool::take_for_overwrite(bytes.len() * 4);
-                if let Ok(values) = bytemuck::try_cast_slice_mut::<u8, f32>(&mut wide) {
-                    oxla_simd::vectorized(
-                        #[inline(always)]
-                        || widen(bytes, values),
-                    );
-                }
-                wide
-            })
+            .map(|(_, &k)| widened_mask(&args[k].data))
             .collect();
         let mut widened_views = widened.iter();
         let mut sources: SmallVec<[Source<'_>; 8]> = SmallVec::with_capacity(self.inputs.len());
@@ -878,11 +868,7 @@ impl FusedKernel {
         for (out, &(_, _, et)) in outs.iter_mut().zip(&self.outputs) {
             if et == ElementType::Pred {
                 let values = bytemuck::try_cast_slice::<u8, f32>(scratch.next()?).ok()?;
-                let bytes = out.get_mut(skip..skip + done)?;
-                oxla_simd::vectorized(
-                    #[inline(always)]
-                    || narrow(&values[..done], bytes),
-                );
+                narrow_mask(values.get(..done)?, out.get_mut(skip..skip + done)?);
             }
         }
         masks.into_iter().for_each(super::pool::give);
@@ -1242,13 +1228,7 @@ impl Source<'_> {
     fn copy(&self, at: usize, step: usize, dst: &mut [f32]) {
         match (self, step) {
             (Source::F32(v), 1) => dst.copy_from_slice(&v[at..at + dst.len()]),
-            (Source::Pred(b), 1) => {
-                let bytes = &b[at..at + dst.len()];
-                oxla_simd::vectorized(
-                    #[inline(always)]
-                    || widen(bytes, dst),
-                );
-            }
+            (Source::Pred(b), 1) => widen_mask_into(&b[at..at + dst.len()], dst),
             _ => {
                 for (k, d) in dst.iter_mut().enumerate() {
                     *d = self.get(at + k * step);
@@ -1266,12 +1246,39 @@ fn widen(bytes: &[u8], dst: &mut [f32]) {
     }
 }
 
-/// 0.0/1.0 masks as `i1` bytes (a loop the compiler vectorizes).
-#[inline(always)]
-fn narrow(values: &[f32], dst: &mut [u8]) {
-    for (d, &v) in dst.iter_mut().zip(values) {
-        *d = u8::from(v != 0.0);
+/// `i1` bytes as 0.0/1.0 f32 values (native bytes, 4 per element) in a buffer of the
+/// thread's cache, for code that computes on masks as floats; give it back when done.
+pub(crate) fn widened_mask(bytes: &[u8]) -> Vec<u8> {
+    let mut wide = super::pool::take_for_overwrite(bytes.len() * 4);
+    match bytemuck::try_cast_slice_mut::<u8, f32>(&mut wide) {
+        Ok(values) => widen_mask_into(bytes, values),
+        Err(_) => {
+            for (o, &b) in wide.chunks_exact_mut(4).zip(bytes) {
+                o.copy_from_slice(&f32::from(u8::from(b != 0)).to_ne_bytes());
+            }
+        }
     }
+    wide
+}
+
+/// `i1` bytes as 0.0/1.0 f32 values.
+pub(crate) fn widen_mask_into(bytes: &[u8], dst: &mut [f32]) {
+    oxla_simd::vectorized(
+        #[inline(always)]
+        || widen(bytes, dst),
+    );
+}
+
+/// 0.0/1.0 masks as `i1` bytes.
+pub(crate) fn narrow_mask(values: &[f32], dst: &mut [u8]) {
+    oxla_simd::vectorized(
+        #[inline(always)]
+        || {
+            for (d, &v) in dst.iter_mut().zip(values) {
+                *d = u8::from(v != 0.0);
+            }
+        },
+    );
 }
 
 /// Where a tile's elements start in a source whose stride along output dimension `d` is

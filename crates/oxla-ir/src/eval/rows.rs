@@ -12,7 +12,7 @@
 //! element is computed by the same kernels in the same order as without tiling: a
 //! reduction over trailing dimensions folds each row alone, whatever the row count.
 
-use super::fused::{collect_uses, tensor_of};
+use super::fused::{collect_uses, narrow_mask, tensor_of, widen_mask_into, widened_mask};
 use super::pool;
 use super::slab_program::{Scratch, SlabProgram};
 use super::threads;
@@ -707,7 +707,7 @@ impl RowKernel {
                         .get(row * row_bytes..(row + len) * row_bytes)
                         .ok_or_else(|| self.error("an input is shorter than its rows".into()))?;
                     if lit.ty.element_type == ElementType::Pred {
-                        widened.push(widen_mask(bytes));
+                        widened.push(widened_mask(bytes));
                     }
                     Some(bytes)
                 }
@@ -767,9 +767,7 @@ impl RowKernel {
                         .next()
                         .and_then(|m| bytemuck::try_cast_slice(m).ok())
                         .unwrap_or(&[]);
-                    for (byte, &m) in part.iter_mut().zip(mask) {
-                        *byte = u8::from(m != 0.0);
-                    }
+                    narrow_mask(mask, part);
                 }
             }
         }
@@ -778,23 +776,16 @@ impl RowKernel {
     }
 }
 
-/// `i1` bytes as 0.0/1.0 f32 values, in a buffer of the thread's cache.
-fn widen_mask(bytes: &[u8]) -> Vec<u8> {
-    let mut out = pool::take_for_overwrite(bytes.len() * 4);
-    for (o, &b) in out.chunks_exact_mut(4).zip(bytes) {
-        o.copy_from_slice(&f32::from(u8::from(b != 0)).to_ne_bytes());
-    }
-    out
-}
-
 /// A slab program's view of `bytes` of element type `et`: f32 in place (copied only when
 /// not aligned), an `i1` mask as 0.0/1.0; `None` for other types.
 fn program_view(et: ElementType, bytes: &[u8]) -> Option<Cow<'_, [f32]>> {
     match et {
         ElementType::F32 => Some(super::typed::view_bytes::<f32>(bytes)),
-        ElementType::Pred => Some(Cow::Owned(
-            bytes.iter().map(|&b| f32::from(u8::from(b != 0))).collect(),
-        )),
+        ElementType::Pred => {
+            let mut values = vec![0.0; bytes.len()];
+            widen_mask_into(bytes, &mut values);
+            Some(Cow::Owned(values))
+        }
         _ => None,
     }
 }

@@ -4,8 +4,9 @@
 //! each slab pays the per-op dispatch, copies its input rows out and materialises every
 //! value in a fresh buffer. A [`SlabProgram`] resolves that once per group: an f32 chain
 //! (with `i1` masks, held as 0.0/1.0: from compares, or arguments and results the caller
-//! converts) becomes a flat list of steps over a few buffers, input rows are read in place, constants are computed once, and a buffer is
-//! reused as soon as its value dies, so a slab's working set stays in cache.
+//! converts) becomes a flat list of steps over a few buffers, input rows are read in
+//! place, constants are computed once, and a buffer is reused as soon as its value dies,
+//! so a slab's working set stays in cache.
 //!
 //! Elementwise steps run the fused kernel's tile instructions, broadcasts its strided
 //! loads, and reductions the fold the op-by-op path uses ([`fold_float_block`]), so a
