@@ -3,46 +3,16 @@
 //! the result still verifies, and calls the pass must keep (recursion, custom calls,
 //! attributes it does not know) stay calls.
 
+mod common;
+
+use common::{golden_programs, literal, run, same_bits, Rng};
 use oxla_frontend::parse_text;
-use oxla_ir::eval::{run_function_with_options, EvalOptions, SingleDevice};
 use oxla_ir::transform::inline_calls;
 use oxla_ir::verifier::verify_module;
-use oxla_ir::{ElementType, Literal, Module, OpKind, Region, TensorType, Type};
-use std::path::Path;
+use oxla_ir::{ElementType, Literal, Module, OpKind, Region, Type};
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// Random f32 (ordinary numbers, NaN and infinities) or `i1` elements; `None` for types
-/// whose random values could index out of range or drive a loop for long.
-fn literal(rng: &mut Rng, ty: &TensorType) -> Option<Literal> {
-    let n = ty.num_elements()?;
-    let data: Vec<u8> = match ty.element_type {
-        ElementType::F32 => (0..n)
-            .flat_map(|_| {
-                let v = match rng.next() % 10 {
-                    0 => f32::NAN,
-                    1 => f32::NEG_INFINITY,
-                    _ => (rng.next() % 2001) as f32 / 97.0 - 10.0,
-                };
-                v.to_le_bytes()
-            })
-            .collect(),
-        ElementType::Pred => (0..n).map(|_| (rng.next() % 2) as u8).collect(),
-        _ => return None,
-    };
-    Literal::new(ty.clone(), data).ok()
-}
-
+/// Random arguments for `main` (special values included), when every input is an f32 or
+/// `i1` tensor: random integers could index out of range or drive a loop for long.
 fn args_for(rng: &mut Rng, module: &Module) -> Option<Vec<Literal>> {
     module
         .function("main")?
@@ -50,35 +20,15 @@ fn args_for(rng: &mut Rng, module: &Module) -> Option<Vec<Literal>> {
         .inputs
         .iter()
         .map(|ty| match ty {
-            Type::Tensor(t) => literal(rng, t),
+            Type::Tensor(t)
+                if t.is_static()
+                    && matches!(t.element_type, ElementType::F32 | ElementType::Pred) =>
+            {
+                Some(literal(rng, t))
+            }
             _ => None,
         })
         .collect()
-}
-
-fn run(module: &Module, args: &[Literal], fuse: bool) -> Result<Vec<Literal>, String> {
-    run_function_with_options(module, "main", args, &SingleDevice, EvalOptions { fuse })
-        .map_err(|e| e.to_string())
-}
-
-/// Same bits, every f32 NaN counted as one.
-fn same_bits(a: &[Literal], b: &[Literal]) -> bool {
-    let canon = |l: &Literal| -> Vec<u8> {
-        if l.ty.element_type != ElementType::F32 {
-            return l.data.to_vec();
-        }
-        l.data
-            .chunks_exact(4)
-            .flat_map(|c| {
-                let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                if v.is_nan() { f32::NAN } else { v }.to_le_bytes()
-            })
-            .collect()
-    };
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.ty == y.ty && canon(x) == canon(y))
 }
 
 fn calls_in(region: &Region) -> usize {
@@ -116,7 +66,10 @@ fn inline_and_compare(module: &Module, what: &str) -> Module {
             let want = run(module, &args, fuse);
             let got = run(&inlined, &args, fuse);
             match (&want, &got) {
-                (Ok(w), Ok(g)) => assert!(same_bits(w, g), "{what} (fuse {fuse}): results differ"),
+                (Ok(w), Ok(g)) => assert!(
+                    w.len() == g.len() && w.iter().zip(g).all(|(a, b)| same_bits(a, b)),
+                    "{what} (fuse {fuse}): results differ"
+                ),
                 (Err(_), Err(_)) => {}
                 _ => panic!("{what} (fuse {fuse}): {want:?} against {got:?}"),
             }
@@ -127,16 +80,8 @@ fn inline_and_compare(module: &Module, what: &str) -> Module {
 
 #[test]
 fn golden_jax_programs_keep_their_bits_inlined() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/filetests/roundtrip");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("filetests/roundtrip")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mlir"))
-        .collect();
-    files.sort();
     let mut with_calls = 0;
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("readable");
+    for (path, text) in golden_programs() {
         let Ok(module) = parse_text(&text) else {
             continue;
         };
