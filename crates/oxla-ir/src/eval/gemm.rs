@@ -77,31 +77,13 @@ fn row_major_copy<T: bytemuck::Pod>(
     if std::mem::size_of::<T>() == 4 {
         let src: &[u32] = bytemuck::try_cast_slice(b).ok()?;
         let dst: &mut [u32] = bytemuck::try_cast_slice_mut(out).ok()?;
-        // Large copies split their output rows over the threads (a multiple of 8 each).
-        let threads = if parallel && k * n >= PARALLEL_COPY {
-            super::threads::count().max(1)
-        } else {
-            1
-        };
-        let per = k.div_ceil(threads).next_multiple_of(8);
-        let mut ok = vec![true; k.div_ceil(per)];
-        let parts = dst.chunks_mut(per * n).zip(ok.iter_mut()).enumerate();
-        super::threads::for_each(parts, |(t, (rows, ok))| {
-            let p0 = t * per;
-            *ok = src
-                .get(p0..)
-                .is_some_and(|src| oxla_simd::transpose32(src, sb.col, rows, n, rows.len() / n, n));
-        });
-        return ok.iter().all(|&ok| ok).then_some(bytes);
+        return super::shape::transpose32_split(src, sb.col, dst, k, n, parallel).then_some(bytes);
     }
     let last = (n - 1) * sb.col + k;
     let b = b.get(..last)?;
     super::shape::copy_tiles(b, 0, sb.col, out, k, n);
     Some(bytes)
 }
-
-/// Elements from which a row-major copy splits over the threads.
-const PARALLEL_COPY: usize = 1 << 16;
 
 /// Multiply-adds from which a product may be threaded: `gemm`'s default threshold for
 /// complex f64, its lowest.

@@ -292,7 +292,7 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
         if std::mem::size_of::<T>() == 4 {
             let from: &[u32] = bytemuck::try_cast_slice(&src[base..]).ok()?;
             let to: &mut [u32] = bytemuck::try_cast_slice_mut(plane_out).ok()?;
-            if !oxla_simd::transpose32(from, col_stride, to, cols, rows, cols) {
+            if !transpose32_split(from, col_stride, to, rows, cols, true) {
                 return None;
             }
         } else {
@@ -308,6 +308,43 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
     }
     Some(data)
 }
+
+/// [`oxla_simd::transpose32`] into the tight `rows x cols` matrix at the start of `dst`
+/// (`dst[p * cols + j] = src[j * src_stride + p]`), its rows split over the evaluator's
+/// threads (a multiple of 8 each) when `parallel` and the matrix is large. `false` when a
+/// slice is too short for its view.
+pub(crate) fn transpose32_split(
+    src: &[u32],
+    src_stride: usize,
+    dst: &mut [u32],
+    rows: usize,
+    cols: usize,
+    parallel: bool,
+) -> bool {
+    let threads = if parallel && rows.saturating_mul(cols) >= PARALLEL_TRANSPOSE {
+        super::threads::count().max(1)
+    } else {
+        1
+    };
+    let per = rows.div_ceil(threads).next_multiple_of(8);
+    if threads == 1 || per >= rows || cols == 0 {
+        return oxla_simd::transpose32(src, src_stride, dst, cols, rows, cols);
+    }
+    let Some(dst) = dst.get_mut(..rows * cols) else {
+        return false;
+    };
+    let mut ok = vec![true; rows.div_ceil(per)];
+    let parts = dst.chunks_mut(per * cols).zip(ok.iter_mut()).enumerate();
+    super::threads::for_each(parts, |(t, (out, ok))| {
+        *ok = src.get(t * per..).is_some_and(|src| {
+            oxla_simd::transpose32(src, src_stride, out, cols, out.len() / cols, cols)
+        });
+    });
+    ok.iter().all(|&ok| ok)
+}
+
+/// Elements from which [`transpose32_split`] splits over the threads.
+const PARALLEL_TRANSPOSE: usize = 1 << 16;
 
 /// `out[r * cols + c] = src[base + r + c * col_stride]`, in square tiles so that both the
 /// reads and the writes of a tile stay within a few cache lines each.

@@ -428,9 +428,12 @@ mod shapes {
 
     #[test]
     fn tiled_transposes_match_the_index_formula() {
-        // Sizes that are not multiples of the tile, with and without a leading dimension.
+        // Sizes that are not multiples of the tile, with and without a leading dimension;
+        // the last two large enough to split their rows over the threads.
         for (shape, perm) in [
             (vec![37usize, 45], vec![1usize, 0]),
+            (vec![300, 260], vec![1, 0]),
+            (vec![2, 300, 257], vec![0, 2, 1]),
             (vec![3, 37, 45], vec![0, 2, 1]),
             (vec![3, 37, 45], vec![1, 2, 0]),
             (vec![70, 1, 33], vec![2, 1, 0]),
