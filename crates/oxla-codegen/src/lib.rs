@@ -14,10 +14,11 @@
 //!
 //! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root,
 //! compares), bit operations (negate, absolute value, selects, masks held as 0.0/1.0), XLA's
-//! `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp`, `tanh`,
-//! `logistic`, `sin` and `cos` as their sequences of exactly rounded steps: the same machine
-//! operations the interpreter's loops compile to, under the same floating-point control
-//! register of the calling thread, so generated code computes the interpreter's bits.
+//! `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp`, `expm1`,
+//! `tanh`, `logistic`, `ln`, `ln(1 + x)`, `sin` and `cos` as their sequences of exactly
+//! rounded steps: the same machine operations the interpreter's loops compile to, under the
+//! same floating-point control register of the calling thread, so generated code computes
+//! the interpreter's bits.
 //! `sin` and `cos` cover a bounded range of arguments; on any other the code stops before
 //! storing the chunk and reports how far it got, for the caller to finish its own way.
 //! Programs with any other operation are not compiled, and the caller keeps its interpreter.
@@ -63,6 +64,20 @@ pub enum Inst {
     /// `1 / (1 + e^-x)` by the evaluator's algorithm (`fastmath::logistic`): in f64, with
     /// `-x` clamped to `[-200, 200]` and the same `e^y` parts as [`Inst::Tanh`].
     Logistic(u8),
+    /// `e^x - 1` by the evaluator's algorithm (`fastmath::exp_m1`): in f64, `x` clamped to
+    /// `[-110, 90]`, the same parts `s = 2^k` and `q = expm1(r)` as [`Inst::Tanh`], then
+    /// `s q + (s - 1)` rounded to f32 with the sign of `x`.
+    Expm1(u8),
+    /// `ln(x)` by the evaluator's algorithm (`fastmath::ln`): in f64, `x = 2^e m` with `m`
+    /// in `[sqrt(1/2), sqrt(2))` taken from the exponent and mantissa bits, `ln m = 2
+    /// atanh(f)` for `f = (m - 1) / (m + 1)` by its series through `f^11` in fused
+    /// multiply-adds, `e ln 2` added; `-inf` at zero, NaN below zero and for NaN, `inf` at
+    /// infinity; rounded to f32.
+    Log(u8),
+    /// `ln(1 + x)` by the evaluator's algorithm (`fastmath::ln_1p`): [`Inst::Log`]'s steps
+    /// on `u = 1 + x` (rounded in f64), times `x / (u - 1)` (which corrects that rounding),
+    /// or `x` itself where `u == 1`.
+    Log1p(u8),
     /// `sin(x)` by the evaluator's algorithm (`fastmath::sin_reduced` in `oxla-ir`): in
     /// f64, `x = k pi/2 + r` with `pi/2` in three parts, Taylor polynomials of `sin r` and
     /// `cos r` in fused multiply-adds, the one the quadrant `k mod 4` picks, its sign, then
@@ -118,6 +133,9 @@ impl Inst {
             | Inst::Exp(a)
             | Inst::Tanh(a)
             | Inst::Logistic(a)
+            | Inst::Expm1(a)
+            | Inst::Log(a)
+            | Inst::Log1p(a)
             | Inst::Sin(a)
             | Inst::Cos(a)
             | Inst::Not(a) => vec![a],

@@ -312,8 +312,11 @@ fn body(
                 a.vdivps(d, s1, s0)?;
             }
             Inst::Exp(x) => exp(a, lanes, d, z(x))?,
-            Inst::Tanh(x) => wide(a, lanes, d, z(x), true)?,
-            Inst::Logistic(x) => wide(a, lanes, d, z(x), false)?,
+            Inst::Tanh(x) => wide(a, lanes, d, z(x), Wide::Tanh)?,
+            Inst::Logistic(x) => wide(a, lanes, d, z(x), Wide::Logistic)?,
+            Inst::Expm1(x) => wide(a, lanes, d, z(x), Wide::Expm1)?,
+            Inst::Log(x) => log(a, lanes, d, z(x), false)?,
+            Inst::Log1p(x) => log(a, lanes, d, z(x), true)?,
             Inst::Sin(x) => trig(a, lanes, d, z(x), false, masked)?,
             Inst::Cos(x) => trig(a, lanes, d, z(x), true, masked)?,
             Inst::Maximum(x, y) => extremum(a, lanes, d, z(x), z(y), true, true)?,
@@ -369,6 +372,7 @@ const EQ_OQ: i32 = 0x00;
 const UNORD_Q: i32 = 0x03;
 const NEQ_UQ: i32 = 0x04;
 const NLE_UQ: i32 = 0x16;
+const NGE_UQ: i32 = 0x19;
 const ORD_Q: i32 = 0x07;
 const LT_OQ: i32 = 0x11;
 const LE_OQ: i32 = 0x12;
@@ -444,10 +448,29 @@ enum K64 {
     Cos3,
     Cos4,
     Cos5,
+    /// `expm1`'s argument bounds.
+    Expm1Low,
+    Expm1High,
+    /// `ln`: the mantissa bits, `2^52` (whose bits also put an exponent field into a
+    /// mantissa), `sqrt 2`, the exponent bias as a float, `ln 2`, the odd reciprocals of
+    /// `atanh`'s series from `1/11` down, and the special results.
+    Mantissa,
+    TwoP52,
+    Sqrt2,
+    Bias1023,
+    Ln2,
+    Inv11,
+    Inv9,
+    Inv7,
+    Inv5,
+    Inv3,
+    NegInfinity,
+    Infinity,
+    NaN,
 }
 
 /// The bits of each [`K64`], in its order.
-const POOL64: [u64; 37] = [
+const POOL64: [u64; 52] = [
     0x7fff_ffff_ffff_ffff,
     0x8000_0000_0000_0000,
     0,
@@ -485,6 +508,21 @@ const POOL64: [u64; 37] = [
     (-1.0f64 / 720.0).to_bits(),
     (1.0f64 / 24.0).to_bits(),
     (-1.0f64 / 2.0).to_bits(),
+    (-110.0f64).to_bits(),
+    90.0f64.to_bits(),
+    0x000f_ffff_ffff_ffff,
+    4503599627370496.0f64.to_bits(),
+    std::f64::consts::SQRT_2.to_bits(),
+    1023.0f64.to_bits(),
+    std::f64::consts::LN_2.to_bits(),
+    (1.0f64 / 11.0).to_bits(),
+    (1.0f64 / 9.0).to_bits(),
+    (1.0f64 / 7.0).to_bits(),
+    (1.0f64 / 5.0).to_bits(),
+    (1.0f64 / 3.0).to_bits(),
+    f64::NEG_INFINITY.to_bits(),
+    f64::INFINITY.to_bits(),
+    f64::NAN.to_bits(),
 ];
 
 /// f64 constant `k` as an operand broadcast to every lane.
@@ -509,16 +547,25 @@ fn low_half(z: AsmRegisterZmm) -> AsmRegisterYmm {
     YMM[index]
 }
 
-/// `d = tanh(x)` (when `tanh`) or `d = logistic(x)`, as `Inst::Tanh` and `Inst::Logistic`
-/// describe: each half of the chunk widened to eight f64 lanes, computed, and narrowed back.
-/// Reads `x` before writing `d`.
+/// The functions [`wide`] computes from the parts of `e^y`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wide {
+    Tanh,
+    Logistic,
+    Expm1,
+}
+
+/// `d = tanh(x)`, `logistic(x)` or `expm1(x)`, as `Inst::Tanh`, `Inst::Logistic` and
+/// `Inst::Expm1` describe: each half of the chunk widened to eight f64 lanes, computed, and
+/// narrowed back. Reads `x` before writing `d`.
 fn wide(
     a: &mut CodeAssembler,
     lanes: Lanes,
     d: AsmRegisterZmm,
     x: AsmRegisterZmm,
-    tanh: bool,
+    f: Wide,
 ) -> Result<(), IcedError> {
+    let tanh = f == Wide::Tanh;
     let [xs, out, y, s, q, t, e, high] = lanes.scratch;
     a.vmovaps(xs, x)?;
     for half in 0..2 {
@@ -537,10 +584,16 @@ fn wide(
             a.vminpd(y, t, y)?;
             a.vaddpd(y, y, y)?;
         } else {
-            a.vpxorq(y, y, constant64(K64::Sign))?;
-            splat64(a, t, K64::LogisticLow)?;
+            let (low, high) = match f {
+                Wide::Logistic => {
+                    a.vpxorq(y, y, constant64(K64::Sign))?;
+                    (K64::LogisticLow, K64::LogisticHigh)
+                }
+                _ => (K64::Expm1Low, K64::Expm1High),
+            };
+            splat64(a, t, low)?;
             a.vmaxpd(y, t, y)?;
-            splat64(a, t, K64::LogisticHigh)?;
+            splat64(a, t, high)?;
             a.vminpd(y, t, y)?;
         }
         // k = round(y log2 e) by adding and subtracting 1.5 * 2^52; s = 2^k.
@@ -570,13 +623,15 @@ fn wide(
             a.vfmadd213pd(q, y, constant64(c))?;
         }
         a.vmulpd(q, q, y)?;
-        if tanh {
-            // e = s q + (s - 1); e / (e + 2).
+        if f != Wide::Logistic {
+            // e = s q + (s - 1), then tanh's e / (e + 2).
             a.vmulpd(t, s, q)?;
             a.vsubpd(e, s, constant64(K64::C0))?;
             a.vaddpd(e, t, e)?;
-            a.vaddpd(t, e, constant64(K64::Two))?;
-            a.vdivpd(e, e, t)?;
+            if tanh {
+                a.vaddpd(t, e, constant64(K64::Two))?;
+                a.vdivpd(e, e, t)?;
+            }
         } else {
             // 1 / (1 + (s q + s)).
             a.vmulpd(t, s, q)?;
@@ -592,7 +647,7 @@ fn wide(
             a.vinserti64x4(out, out, low_half(high), 1)?;
         }
     }
-    if tanh {
+    if f != Wide::Logistic {
         // The sign of x.
         a.vpandd(out, out, constant(K::Magnitude))?;
         a.vpandd(t, xs, constant(K::Sign))?;
@@ -600,6 +655,86 @@ fn wide(
     } else {
         a.vmovaps(d, out)
     }
+}
+
+/// `d = ln(x)` (or `ln(1 + x)` when `plus_one`), step for step as `Inst::Log` and
+/// `Inst::Log1p` describe, on each half of the chunk widened to eight f64 lanes. Reads `x`
+/// before writing `d`.
+fn log(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    plus_one: bool,
+) -> Result<(), IcedError> {
+    let [xd, u, t, m, f, p, tmp, out] = lanes.scratch;
+    let k = lanes.masks[0];
+    for half in 0..2 {
+        if half == 0 {
+            a.vcvtps2pd(xd, low_half(x))?;
+        } else {
+            a.vextracti64x4(low_half(tmp), x, 1)?;
+            a.vcvtps2pd(xd, low_half(tmp))?;
+        }
+        let u = if plus_one {
+            a.vaddpd(u, xd, constant64(K64::C0))?;
+            u
+        } else {
+            xd
+        };
+        // The biased exponent: its bits put under the mantissa of 2^52, then 2^52 taken
+        // away.
+        a.vpsrlq(t, u, 52)?;
+        a.vporq(t, t, constant64(K64::TwoP52))?;
+        a.vsubpd(t, t, constant64(K64::TwoP52))?;
+        // m in [1, 2) from the mantissa; halved (and the exponent one more) above sqrt 2.
+        a.vpandq(m, u, constant64(K64::Mantissa))?;
+        a.vporq(m, m, constant64(K64::C0))?;
+        a.vcmppd(k, m, constant64(K64::Sqrt2), GT_OQ)?;
+        a.vmulpd(under_z(m, k), m, constant64(K64::C1))?;
+        a.vsubpd(t, t, constant64(K64::Bias1023))?;
+        a.vaddpd(under_z(t, k), t, constant64(K64::C0))?;
+        // f = (m - 1) / (m + 1); 2 atanh(f) = 2 f (((((f2/11 + 1/9) f2 + 1/7) ...) f2 + 1).
+        a.vsubpd(f, m, constant64(K64::C0))?;
+        a.vaddpd(m, m, constant64(K64::C0))?;
+        a.vdivpd(f, f, m)?;
+        a.vmulpd(m, f, f)?;
+        splat64(a, p, K64::Inv11)?;
+        for c in [K64::Inv9, K64::Inv7, K64::Inv5, K64::Inv3, K64::C0] {
+            a.vfmadd213pd(p, m, constant64(c))?;
+        }
+        // e ln 2 + (2 f) p.
+        a.vmulpd(t, t, constant64(K64::Ln2))?;
+        a.vaddpd(f, f, f)?;
+        a.vmulpd(f, f, p)?;
+        a.vaddpd(t, t, f)?;
+        if plus_one {
+            // ln(u) x / (u - 1), or x itself where u == 1.
+            a.vsubpd(m, u, constant64(K64::C0))?;
+            a.vdivpd(m, xd, m)?;
+            a.vmulpd(t, t, m)?;
+            a.vcmppd(k, u, constant64(K64::C0), EQ_OQ)?;
+            a.vmovapd(under_z(t, k), xd)?;
+        }
+        // ln(±0) = -inf, ln of a negative or NaN is NaN, ln(inf) = inf.
+        let special = |a: &mut CodeAssembler, predicate: i32, what: K64, bound: K64| {
+            a.vcmppd(k, u, constant64(bound), predicate)?;
+            a.vbroadcastsd(
+                under_z(t, k),
+                qword_ptr(r15 + (4 * POOL.len() + 8 * what as usize) as i32),
+            )
+        };
+        special(a, EQ_OQ, K64::NegInfinity, K64::Zero)?;
+        special(a, NGE_UQ, K64::NaN, K64::Zero)?;
+        special(a, EQ_OQ, K64::Infinity, K64::Infinity)?;
+        if half == 0 {
+            a.vcvtpd2ps(low_half(out), t)?;
+        } else {
+            a.vcvtpd2ps(low_half(t), t)?;
+            a.vinserti64x4(out, out, low_half(t), 1)?;
+        }
+    }
+    a.vmovaps(d, out)
 }
 
 /// `d = sin(x)` (or `cos(x)` when `cos`), step for step as `Inst::Sin` describes, on each

@@ -262,15 +262,13 @@ fn generated(op: LaneOp) -> Option<(oxla_codegen::Inst, u8)> {
         L::Rsqrt(a, d) => (G::Rsqrt(a), d),
         L::Exponential(a, d) => (G::Exp(a), d),
         L::Logistic(a, d) => (G::Logistic(a), d),
+        L::ExponentialMinusOne(a, d) => (G::Expm1(a), d),
+        L::Log(a, d) => (G::Log(a), d),
+        L::LogPlusOne(a, d) => (G::Log1p(a), d),
         L::Tanh(a, d) => (G::Tanh(a), d),
         L::Sine(a, d) => (G::Sin(a), d),
         L::Cosine(a, d) => (G::Cos(a), d),
-        L::Power(..)
-        | L::Ceil(..)
-        | L::Floor(..)
-        | L::ExponentialMinusOne(..)
-        | L::Log(..)
-        | L::LogPlusOne(..) => return None,
+        L::Power(..) | L::Ceil(..) | L::Floor(..) => return None,
     })
 }
 

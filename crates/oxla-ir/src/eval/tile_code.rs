@@ -3,8 +3,8 @@
 //! A fused kernel's tile instructions each loop over the whole tile, storing their result
 //! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
 //! (see [`oxla_codegen`]), a kernel made only of exact f32 arithmetic (add, subtract,
-//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt), `exp`, `tanh`,
-//! `logistic`, compares, selects,
+//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt), `exp`, `expm1`, `log`,
+//! `log_plus_one`, `tanh`, `logistic`, compares, selects,
 //! clamps and the `i1` masks between them (held as 0.0/1.0, as the tile loops hold them)
 //! whose inputs are each read whole, as one row
 //! repeated over the rows (a gain or bias), as one value per row (a mean) or as one value,
@@ -99,6 +99,9 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 OpKind::Exponential => G::Exp(a),
                 OpKind::Tanh => G::Tanh(a),
                 OpKind::Logistic => G::Logistic(a),
+                OpKind::ExponentialMinusOne => G::Expm1(a),
+                OpKind::Log => G::Log(a),
+                OpKind::LogPlusOne => G::Log1p(a),
                 OpKind::Sine => G::Sin(a),
                 OpKind::Cosine => G::Cos(a),
                 _ => return None,
@@ -413,9 +416,10 @@ impl CountedCode {
 mod tests {
     use super::*;
 
-    /// Generated `exp`, `tanh`, `logistic`, `sin` and `cos` against the evaluator's, bit for
-    /// bit, over special values, the clamping bounds, results that turn denormal or
-    /// overflow, quadrant boundaries, and a sweep of the range.
+    /// Generated `exp`, `expm1`, `ln`, `ln(1 + x)`, `tanh`, `logistic`, `sin` and `cos`
+    /// against the evaluator's, bit for bit, over special values, the clamping bounds,
+    /// results that turn denormal or overflow, quadrant boundaries, the logarithm's mantissa
+    /// split at sqrt 2 and `1 + x` around -1 and 1, and a sweep of the range.
     #[test]
     fn generated_math_gives_the_evaluators_bits() {
         if !available() {
@@ -466,8 +470,11 @@ mod tests {
         }
         use super::super::fastmath;
         type Reference = fn(f32) -> f32;
-        let cases: [(oxla_codegen::Inst, Reference, &str); 5] = [
+        let cases: [(oxla_codegen::Inst, Reference, &str); 8] = [
             (oxla_codegen::Inst::Exp(0), fastmath::exp, "exp"),
+            (oxla_codegen::Inst::Expm1(0), fastmath::exp_m1, "expm1"),
+            (oxla_codegen::Inst::Log(0), fastmath::ln, "log"),
+            (oxla_codegen::Inst::Log1p(0), fastmath::ln_1p, "log1p"),
             (oxla_codegen::Inst::Tanh(0), fastmath::tanh, "tanh"),
             (
                 oxla_codegen::Inst::Logistic(0),
@@ -485,6 +492,20 @@ mod tests {
             xs.extend([x, near(1), near(-1)]);
         }
         xs.extend([65536.0, -65536.0, 65535.99, 1e4, 12345.678, -40000.5]);
+        // ln's split of the mantissa at sqrt 2, arguments next to 1 (and 1 + x next to 0
+        // and 1), and ln(1 + x) where 1 + x rounds to 1.
+        for x in [
+            std::f32::consts::SQRT_2,
+            1.0,
+            2.0,
+            0.5,
+            -1.0,
+            1e-7,
+            -1e-7,
+            6e-8,
+        ] {
+            xs.extend((-40..40).map(|d| f32::from_bits(x.to_bits().wrapping_add_signed(d))));
+        }
         // exp's denormal results (one rounding of a scaled value) and its overflow edge.
         xs.extend((0..20_000).map(|i| -104.0 + i as f32 * (17.0 / 20_000.0)));
         xs.extend((0..2_000).map(|i| 88.0 + i as f32 * (1.0 / 2_000.0)));
