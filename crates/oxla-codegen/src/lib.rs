@@ -13,7 +13,7 @@
 //! chunk.
 //!
 //! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root,
-//! compares), bit operations (negate, absolute value, selects, masks held as 0.0/1.0), XLA's
+//! floor and ceiling, compares), bit operations (negate, absolute value, selects, masks held as 0.0/1.0), XLA's
 //! `maximum`/`minimum`/`clamp` rules as lane masks, and the evaluator's `exp`, `expm1`,
 //! `tanh`, `logistic`, `ln`, `ln(1 + x)`, `sin` and `cos` as their sequences of exactly
 //! rounded steps: the same machine operations the interpreter's loops compile to, under the
@@ -49,6 +49,10 @@ pub enum Inst {
     Negate(u8),
     Abs(u8),
     Sqrt(u8),
+    /// `x` rounded down (or up, [`Inst::Ceil`]) to an integer, a denormal read as its
+    /// signed zero first, as the interpreter reads it.
+    Floor(u8),
+    Ceil(u8),
     /// `1 / sqrt(x)`, rounded twice as the interpreter computes it.
     Rsqrt(u8),
     /// `e^x` by the evaluator's f32 algorithm (`fastmath::exp` in `oxla-ir`): `x` clamped
@@ -129,6 +133,8 @@ impl Inst {
             Inst::Negate(a)
             | Inst::Abs(a)
             | Inst::Sqrt(a)
+            | Inst::Floor(a)
+            | Inst::Ceil(a)
             | Inst::Rsqrt(a)
             | Inst::Exp(a)
             | Inst::Tanh(a)

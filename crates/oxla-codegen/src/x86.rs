@@ -306,6 +306,20 @@ fn body(
             Inst::Negate(x) => a.vpxord(d, z(x), constant(K::Sign))?,
             Inst::Abs(x) => a.vpandd(d, z(x), constant(K::Magnitude))?,
             Inst::Sqrt(x) => a.vsqrtps(d, z(x))?,
+            Inst::Floor(x) | Inst::Ceil(x) => {
+                // A denormal (exponent bits zero) becomes its signed zero, then the rounding
+                // (down: mode 1, up: mode 2; the inexact exception suppressed).
+                let m = lanes.masks[0];
+                a.vpandd(s0, z(x), constant(K::Sign))?;
+                a.vptestmd(m, z(x), constant(K::Exponent))?;
+                a.vmovaps(under_z(s0, m), z(x))?;
+                let mode = if matches!(inst, Inst::Floor(_)) {
+                    0x09
+                } else {
+                    0x0a
+                };
+                a.vrndscaleps(d, s0, mode)?;
+            }
             Inst::Rsqrt(x) => {
                 a.vsqrtps(s0, z(x))?;
                 splat(a, s1, K::One)?;

@@ -67,6 +67,8 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::Negate(a) => -g(a),
         Inst::Abs(a) => g(a).abs(),
         Inst::Sqrt(a) => g(a).sqrt(),
+        Inst::Floor(a) => flushed(g(a)).floor(),
+        Inst::Ceil(a) => flushed(g(a)).ceil(),
         Inst::Rsqrt(a) => 1.0 / g(a).sqrt(),
         // Checked against the evaluator's own functions in oxla-ir, which define them.
         Inst::Exp(_)
@@ -79,6 +81,15 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         | Inst::Cos(_) => {
             unreachable!("the random programs here have no transcendental functions")
         }
+    }
+}
+
+/// A denormal as its signed zero.
+fn flushed(v: f32) -> f32 {
+    if v.is_subnormal() {
+        0.0f32.copysign(v)
+    } else {
+        v
     }
 }
 
@@ -138,7 +149,9 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
         let pick = |rng: &mut Rng| defined[rng.below(defined.len())];
         let (a, b, c) = (pick(rng), pick(rng), pick(rng));
         let cmp = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.below(6)];
-        let inst = match rng.below(16) {
+        let inst = match rng.below(18) {
+            16 => Inst::Floor(a),
+            17 => Inst::Ceil(a),
             10 => Inst::Compare(cmp, a, b),
             11 => Inst::Not(a),
             12 => Inst::And(a, b),
@@ -425,7 +438,8 @@ fn loop_body(rng: &mut Rng, carried: usize, inputs: usize, n_insts: usize) -> Lo
     for _ in 0..n_insts {
         let pick = |rng: &mut Rng| defined[rng.below(defined.len())];
         let (a, b, c) = (pick(rng), pick(rng), pick(rng));
-        let inst = match rng.below(10) {
+        let inst = match rng.below(11) {
+            10 => Inst::Floor(a),
             0 => Inst::Add(a, b),
             1 => Inst::Subtract(a, b),
             2 => Inst::Multiply(a, b),

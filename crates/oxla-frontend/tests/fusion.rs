@@ -316,6 +316,8 @@ fn generated_code_gives_the_interpreters_bits() {
         "logistic",
         "sine",
         "cosine",
+        "floor",
+        "ceil",
     ];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for case in 0..200 {

@@ -268,7 +268,9 @@ fn generated(op: LaneOp) -> Option<(oxla_codegen::Inst, u8)> {
         L::Tanh(a, d) => (G::Tanh(a), d),
         L::Sine(a, d) => (G::Sin(a), d),
         L::Cosine(a, d) => (G::Cos(a), d),
-        L::Power(..) | L::Ceil(..) | L::Floor(..) => return None,
+        L::Floor(a, d) => (G::Floor(a), d),
+        L::Ceil(a, d) => (G::Ceil(a), d),
+        L::Power(..) => return None,
     })
 }
 

@@ -3,7 +3,7 @@
 //! A fused kernel's tile instructions each loop over the whole tile, storing their result
 //! for the next to load, and every tile pays the kernel's bookkeeping. Where the CPU allows
 //! (see [`oxla_codegen`]), a kernel made only of exact f32 arithmetic (add, subtract,
-//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt), `exp`, `expm1`, `log`,
+//! multiply, divide, maximum, minimum, negate, abs, sqrt, rsqrt, floor, ceil), `exp`, `expm1`, `log`,
 //! `log_plus_one`, `tanh`, `logistic`, compares, selects,
 //! clamps and the `i1` masks between them (held as 0.0/1.0, as the tile loops hold them)
 //! whose inputs are each read whole, as one row
@@ -95,6 +95,8 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
                 OpKind::Negate => G::Negate(a),
                 OpKind::Abs => G::Abs(a),
                 OpKind::Sqrt => G::Sqrt(a),
+                OpKind::Floor => G::Floor(a),
+                OpKind::Ceil => G::Ceil(a),
                 OpKind::Rsqrt => G::Rsqrt(a),
                 OpKind::Exponential => G::Exp(a),
                 OpKind::Tanh => G::Tanh(a),
