@@ -124,6 +124,9 @@ struct ExecutableInner {
     collectives: bool,
     /// Whether a single-device execution may run on the calling thread (see [`runs_inline`]).
     inline: bool,
+    /// Whether a single-device execution off the calling thread runs on the evaluator's
+    /// thread pool rather than on its worker (see [`runs_on_eval_pool`]).
+    on_eval_pool: bool,
     /// How the evaluator runs the program (fusion from `opt_level` 1 up).
     eval_options: oxla_ir::eval::EvalOptions,
     /// The evaluator's plans of the module that runs, made at compile time and kept for
@@ -259,6 +262,8 @@ impl Executable {
             }
         }
         let inline = !collectives && runs_inline(device_module.as_ref().unwrap_or(&module));
+        let on_eval_pool =
+            !collectives && runs_on_eval_pool(device_module.as_ref().unwrap_or(&module));
         let mut hash_input = Vec::new();
         hash_input.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
         hash_input.extend_from_slice(&(program.len() as u64).to_le_bytes());
@@ -311,6 +316,7 @@ impl Executable {
                 gathered,
                 collectives,
                 inline,
+                on_eval_pool,
                 eval_options,
                 plans,
             }),
@@ -675,9 +681,9 @@ impl LoadedExecutable {
                 let context = || format!("execution of {}", job_exe.name());
                 let result = crate::pool::catch_panic_with(context, || match &job_rendezvous {
                     Some(rendezvous) => {
-                        run_on_worker(&job_exe, &arg_slots, &rendezvous.device(process))
+                        run_on_worker(&job_exe, &arg_slots, Some(&rendezvous.device(process)))
                     }
-                    None => run_on_worker(&job_exe, &arg_slots, &oxla_ir::eval::SingleDevice),
+                    None => run_on_worker(&job_exe, &arg_slots, None),
                 });
                 drop(arg_slots);
                 match (&result, &job_rendezvous) {
@@ -1140,6 +1146,31 @@ fn runs_inline(module: &oxla_ir::Module) -> bool {
         .all(|f| region_ok(module, f, &f.body, &mut budget))
 }
 
+/// Whether executions of `module` (on one device) should run on the evaluator's thread pool
+/// instead of the worker that took them: programs with at least two matrix products or
+/// convolutions, which the worker would otherwise hand to the pool one by one (waking a pool
+/// thread and sleeping itself each time) while a third thread competes for the cores during
+/// the elementwise work between them. Not with custom calls: a host callback may run another
+/// execution that needs the pool's threads.
+fn runs_on_eval_pool(module: &oxla_ir::Module) -> bool {
+    fn scan(region: &oxla_ir::Region, products: &mut usize) -> bool {
+        region.blocks.iter().all(|block| {
+            block.ops.iter().all(|op| {
+                if matches!(op.kind, OpKind::DotGeneral | OpKind::Convolution) {
+                    *products += 1;
+                }
+                op.kind != OpKind::CustomCall && op.regions.iter().all(|r| scan(r, products))
+            })
+        })
+    }
+    let mut products = 0;
+    module
+        .functions
+        .iter()
+        .all(|f| scan(&f.body, &mut products))
+        && products >= 2
+}
+
 /// Runs `job` on a thread of its own; if no thread can be started, hands it to `fallback`.
 fn spawn_thread<F: FnOnce() + Send + 'static>(name: &str, job: F, fallback: impl FnOnce(F)) {
     let cell = Arc::new(std::sync::Mutex::new(Some(job)));
@@ -1180,10 +1211,12 @@ fn distinct_outputs(args: &[Literal], results: &mut [Literal]) {
     }
 }
 
+/// Runs an execution on a worker once its arguments are ready: one of a launch over several
+/// devices through `collectives`, or a single-device one (`None`).
 fn run_on_worker(
     exe: &Executable,
     arg_slots: &[Arc<Slot>],
-    collectives: &dyn Collectives,
+    collectives: Option<&dyn Collectives>,
 ) -> Result<Vec<Literal>> {
     let mut args = Vec::with_capacity(arg_slots.len());
     for (slot, ty) in arg_slots.iter().zip(exe.input_types()) {
@@ -1192,7 +1225,14 @@ fn run_on_worker(
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
     let expected: Vec<&TensorType> = exe.output_types().iter().collect();
-    evaluate(exe, module, &args, collectives, &expected)
+    match collectives {
+        Some(collectives) => evaluate(exe, module, &args, collectives, &expected),
+        // The arguments are ready, so nothing below waits on another execution.
+        None if exe.inner.on_eval_pool => oxla_ir::eval::on_eval_pool(|| {
+            evaluate(exe, module, &args, &oxla_ir::eval::SingleDevice, &expected)
+        }),
+        None => evaluate(exe, module, &args, &oxla_ir::eval::SingleDevice, &expected),
+    }
 }
 
 /// Runs `module`'s entry on `args`, gives each result memory of its own and checks the
@@ -1538,5 +1578,69 @@ func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
             .compile(counted(1_000_000).as_bytes(), CompileOptions::default())
             .unwrap();
         assert!(!exe.executable().inner.inline);
+    }
+
+    #[test]
+    fn programs_of_several_products_run_on_the_evaluator_pool_and_agree() {
+        let client = crate::Client::new(&crate::ClientOptions::default()).unwrap();
+        // Two chained 256 x 256 products with a relu between: too large to run inline.
+        let two = "
+func.func public @main(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>) -> tensor<256x256xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<256x256xf32>
+  %1 = stablehlo.maximum %0, %z : tensor<256x256xf32>
+  %2 = stablehlo.dot_general %1, %b, contracting_dims = [1] x [0] : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+  return %2 : tensor<256x256xf32>
+}
+";
+        let compile = |text: &str| {
+            client
+                .compile(text.as_bytes(), CompileOptions::default())
+                .unwrap()
+        };
+        let exe = compile(two);
+        assert!(exe.executable().inner.on_eval_pool);
+        assert!(!exe.executable().inner.inline);
+        // One product, or a custom call (a host callback may run another execution that
+        // needs the pool), keep the worker.
+        let one = two
+            .replace("%2 = stablehlo.dot_general %1, %b, contracting_dims = [1] x [0] : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>", "%2 = stablehlo.add %1, %b : tensor<256x256xf32>");
+        assert!(!compile(&one).executable().inner.on_eval_pool);
+        let called = two.replace(
+            "return %2",
+            "%3 = stablehlo.custom_call @oxla_test_missing(%2) : (tensor<256x256xf32>) -> tensor<256x256xf32>\n  return %2",
+        );
+        assert!(!runs_on_eval_pool(
+            &oxla_frontend::parse_text(&called).unwrap()
+        ));
+        // The answer is the evaluator's, for an argument produced by a pending execution too.
+        let device = &client.addressable_devices()[0];
+        let values: Vec<f32> = (0..256 * 256)
+            .map(|i| ((i * 7) % 13) as f32 * 0.125 - 0.75)
+            .collect();
+        let literal = oxla_ir::Literal::from_f32(&[256, 256], &values).unwrap();
+        let want = oxla_ir::eval::run_function(
+            &oxla_frontend::parse_text(two).unwrap(),
+            "main",
+            &[literal.clone(), literal.clone()],
+        )
+        .unwrap();
+        let arg = || Buffer::from_literal(device, literal.clone()).unwrap();
+        let first = exe
+            .execute(&[vec![arg(), arg()]], &ExecuteOptions::default())
+            .unwrap();
+        let pending = first.outputs[0][0].clone();
+        let second = exe
+            .execute(&[vec![pending, arg()]], &ExecuteOptions::default())
+            .unwrap();
+        second.completions[0].wait().unwrap();
+        assert_eq!(first.outputs[0][0].to_literal().unwrap(), want[0]);
+        let want_second = oxla_ir::eval::run_function(
+            &oxla_frontend::parse_text(two).unwrap(),
+            "main",
+            &[want[0].clone(), literal.clone()],
+        )
+        .unwrap();
+        assert_eq!(second.outputs[0][0].to_literal().unwrap(), want_second[0]);
     }
 }

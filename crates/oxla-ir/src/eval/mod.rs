@@ -102,6 +102,13 @@ impl Default for EvalOptions {
     }
 }
 
+/// Runs `f` on a thread of the evaluator's pool (the calling thread sleeps until it is
+/// done); the kernels `f` runs then split their work over the pool from inside it, without
+/// handing each split over from an outside thread. From inside the pool, `f` runs at once.
+pub fn on_eval_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    threads::install(f)
+}
+
 /// Like [`run_function`], as process [`Collectives::process`] of a launch over several
 /// devices: collective ops communicate through `collectives`.
 pub fn run_function_with(
