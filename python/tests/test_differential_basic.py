@@ -84,6 +84,34 @@ def test_unary_float(name, dtype):
         check(fn, rand(shape, dtype, kind))
 
 
+ROUNDINGS = {
+    "floor": jnp.floor,
+    "ceil": jnp.ceil,
+    "round_half_even": jnp.round,
+    "round_half_away": lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
+@pytest.mark.parametrize("name", sorted(ROUNDINGS))
+def test_rounding_on_long_vectors(name, dtype):
+    """Rounding over two thousand values (the vector loops and their tail): ties, signed
+    zeros, denormals, huge values, infinities and NaN, with the same signs of zero."""
+    rng = np.random.default_rng(1)
+    ties = np.round(rng.standard_normal(1000) * 8) / 2
+    spread = rng.standard_normal(1000) * 100
+    edges = [0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30, np.inf, -np.inf, np.nan,
+             0.49999997, -0.49999997, 2.5, -2.5, 1.5, -1.5]
+    x = np.concatenate([ties, spread, edges]).astype(dtype)
+    fn = ROUNDINGS[name]
+    got = np.asarray(check(fn, x, atol=0, rtol=0)).astype(np.float64)
+    with jax.enable_x64(np.dtype(dtype) == np.float64):
+        want = np.asarray(jax.jit(fn)(jax.device_put(x, jax.devices("cpu")[0])))
+    want = want.astype(np.float64)
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+
+
 UNARY_INT = {
     "neg": jnp.negative,
     "abs": jnp.abs,

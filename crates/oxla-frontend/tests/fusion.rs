@@ -90,6 +90,8 @@ fn random_program(rng: &mut Rng, shape: &[i64]) -> String {
         "rsqrt",
         "floor",
         "ceil",
+        "round_nearest_even",
+        "round_nearest_afz",
     ];
     let binary = [
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",

@@ -269,10 +269,11 @@ macro_rules! impl_float {
             }
             fn map_common(v: &[Self], out: &mut [Self], kind: &OpKind) -> bool {
                 use OpKind as K;
+                // On the widest vectors the CPU has: rounding to an integer is then one
+                // instruction per vector instead of a library call per element (the
+                // baseline x86-64 target has no rounding instruction).
                 fn each(v: &[$t], out: &mut [$t], f: impl Fn($t) -> $t) {
-                    for (o, &x) in out.iter_mut().zip(v) {
-                        *o = f(x);
-                    }
+                    oxla_simd::map(v, out, f);
                 }
                 // Vectorizable transcendentals first (f32: within 1 ulp, see `fastmath`).
                 if $fast(v, out, kind) {
@@ -286,6 +287,8 @@ macro_rules! impl_float {
                     K::Exponential => each(v, out, |x| x.exp()),
                     K::ExponentialMinusOne => each(v, out, |x| x.exp_m1()),
                     K::Floor => each(v, out, |x| Float::flushed(x).floor()),
+                    K::RoundNearestAfz => each(v, out, |x| Float::flushed(x).round()),
+                    K::RoundNearestEven => each(v, out, |x| Float::flushed(x).round_ties_even()),
                     K::Log => each(v, out, |x| x.ln()),
                     K::LogPlusOne => each(v, out, |x| x.ln_1p()),
                     K::Logistic => each(v, out, |x| 1.0 / (1.0 + (-x).exp())),
