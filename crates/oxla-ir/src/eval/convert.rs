@@ -179,9 +179,67 @@ fn is_narrow_float(et: ElementType) -> bool {
     et.is_float() && !matches!(et, ElementType::F32 | ElementType::F64)
 }
 
+/// The common conversions as one vector loop from the source's bytes to the result's, with
+/// the same results as the general path below: `f32` to `i32` truncates and saturates with
+/// NaN to 0 (Rust's `as`), integers to floats and `f64` to `f32` round to nearest even,
+/// integers wrap, `f32` to `bf16` rounds the bits to nearest even (NaN to the quiet NaN of
+/// its sign) without float arithmetic, so denormals round as values, and `bf16` to `f32`
+/// moves the bits as decoding does. `None` for the other pairs.
+fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrError>> {
+    use super::typed::{build_overwritten, view, view_bytes};
+    use ElementType as E;
+    fn map<A: super::typed::Plain, B: super::typed::Plain>(
+        from: &[A],
+        ty: &TensorType,
+        f: impl Fn(A) -> B,
+    ) -> Result<Literal, IrError> {
+        build_overwritten::<B>(ty.clone(), from.len(), |out| oxla_simd::map(from, out, f))
+    }
+    let (from, to) = (lit.ty.element_type, ty.element_type);
+    Some(match (from, to) {
+        (E::F32, E::S32) => map(&view::<f32>(lit)?, ty, oxla_simd::f32_to_i32),
+        (E::S32, E::F32) => map(&view::<i32>(lit)?, ty, |x: i32| x as f32),
+        (E::F32, E::F64) => map(&view::<f32>(lit)?, ty, f64::from),
+        (E::F64, E::F32) => map(&view::<f64>(lit)?, ty, |x: f64| x as f32),
+        (E::S32, E::S64) => map(&view::<i32>(lit)?, ty, i64::from),
+        (E::S64, E::S32) => map(&view::<i64>(lit)?, ty, |x: i64| x as i32),
+        (E::S32, E::U32) => map(&view::<i32>(lit)?, ty, |x: i32| x as u32),
+        (E::U32, E::S32) => map(&view::<u32>(lit)?, ty, |x: u32| x as i32),
+        (E::Pred, E::F32) => map(&view_bytes::<u8>(&lit.data), ty, |b: u8| {
+            if b != 0 {
+                1.0f32
+            } else {
+                0.0
+            }
+        }),
+        (E::F32, E::BF16) => map(&view_bytes::<u32>(&lit.data), ty, |bits: u32| {
+            let quiet_nan = ((bits >> 16) & 0x8000) as u16 | 0x7fc0;
+            let rounded = (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
+            if bits & 0x7fff_ffff > 0x7f80_0000 {
+                quiet_nan
+            } else {
+                rounded
+            }
+        }),
+        (E::BF16, E::F32) => map(&view_bytes::<u16>(&lit.data), ty, |h: u16| {
+            half::bf16::from_bits(h).to_f32()
+        }),
+        _ => return None,
+    })
+}
+
 /// Converts `lit` to element type `to`, keeping its shape.
 pub(crate) fn convert_literal(lit: &Literal, to: ElementType) -> Result<Literal, IrError> {
     let ty = TensorType::new(lit.ty.shape.clone(), to);
+    match convert_fast(lit, &ty) {
+        Some(done) => done,
+        None => convert_general(lit, ty),
+    }
+}
+
+/// [`convert_literal`] for every pair of element types, element by element.
+fn convert_general(lit: &Literal, ty: TensorType) -> Result<Literal, IrError> {
+    let to = ty.element_type;
     if lit.ty.element_type == ElementType::Pred && to == ElementType::U8 {
         // XLA moves a boolean's byte to `u8` as it is, so a byte other than 0 or 1 (NumPy
         // data viewed as `bool`, which JAX views back through `u8`) keeps its value.
@@ -430,6 +488,89 @@ mod tests {
         assert_eq!(conv(&x, ElementType::S8), Array::S8(vec![0, 1, 1]));
         assert_eq!(conv(&x, ElementType::U32), Array::U32(vec![0, 1, 1]));
         assert_eq!(conv(&x, ElementType::F32), Array::F32(vec![0.0, 1.0, 1.0]));
+    }
+
+    /// Every fast conversion gives the general path's bytes, with denormals flushed (as
+    /// executions run) and without: special values, denormals, NaN payloads, rounding ties
+    /// of bf16, the saturation edges of i32 and a sweep of bit patterns.
+    #[test]
+    fn fast_conversions_give_the_general_paths_bytes() {
+        use ElementType as E;
+        let mut f32s: Vec<f32> = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            2.5,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            f32::from_bits(0xffc1_2345),
+            f32::from_bits(1),
+            -f32::from_bits(0x0040_8000),
+            f32::MIN_POSITIVE,
+            f32::MAX,
+            f32::MIN,
+            2_147_483_520.0,
+            2_147_483_648.0,
+            -2_147_483_648.0,
+            -2_147_483_904.0,
+            f32::from_bits(0x3f80_8000),
+            f32::from_bits(0x3f81_8000),
+            f32::from_bits(0x7f7f_ffff),
+        ];
+        let mut bits = 0x2545_f491u32;
+        for _ in 0..4000 {
+            bits ^= bits << 13;
+            bits ^= bits >> 17;
+            bits ^= bits << 5;
+            f32s.push(f32::from_bits(bits));
+            f32s.push((bits >> 8) as f32 - 8_388_608.0);
+        }
+        let n = f32s.len() as i64;
+        let bytes = |et: ElementType, data: Vec<u8>| {
+            Literal::new(TensorType::new(vec![n], et), data).unwrap()
+        };
+        let from_f32 = bytes(E::F32, f32s.iter().flat_map(|x| x.to_le_bytes()).collect());
+        let raw = |size: usize| -> Vec<u8> {
+            f32s.iter()
+                .flat_map(|x| x.to_bits().to_le_bytes())
+                .cycle()
+                .take(f32s.len() * size)
+                .collect()
+        };
+        let sources = [
+            (from_f32.clone(), vec![E::S32, E::F64, E::BF16]),
+            (bytes(E::S32, raw(4)), vec![E::F32, E::S64, E::U32]),
+            (bytes(E::U32, raw(4)), vec![E::S32]),
+            (bytes(E::S64, raw(8)), vec![E::S32]),
+            (bytes(E::F64, raw(8)), vec![E::F32]),
+            (bytes(E::BF16, raw(2)), vec![E::F32]),
+            (
+                bytes(
+                    E::Pred,
+                    (0..f32s.len()).map(|i| (i % 3 == 0) as u8).collect(),
+                ),
+                vec![E::F32],
+            ),
+        ];
+        for flush in [false, true] {
+            let _flush = flush.then(oxla_simd::FlushDenormals::new);
+            for (lit, targets) in &sources {
+                for &to in targets {
+                    let ty = TensorType::new(lit.ty.shape.clone(), to);
+                    let fast = convert_fast(lit, &ty).expect("a fast pair").unwrap();
+                    let general = convert_general(lit, ty).unwrap();
+                    assert_eq!(
+                        fast.data, general.data,
+                        "{} to {to} (flushing: {flush})",
+                        lit.ty.element_type
+                    );
+                }
+            }
+        }
     }
 
     #[test]
