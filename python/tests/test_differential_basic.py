@@ -85,6 +85,7 @@ def test_unary_float(name, dtype):
 
 
 ROUNDINGS = {
+    "sign": jnp.sign,
     "floor": jnp.floor,
     "ceil": jnp.ceil,
     "round_half_even": jnp.round,
@@ -95,8 +96,9 @@ ROUNDINGS = {
 @pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
 @pytest.mark.parametrize("name", sorted(ROUNDINGS))
 def test_rounding_on_long_vectors(name, dtype):
-    """Rounding over two thousand values (the vector loops and their tail): ties, signed
-    zeros, denormals, huge values, infinities and NaN, with the same signs of zero."""
+    """Rounding (and `sign`) over two thousand values (the vector loops and their tail):
+    ties, signed zeros, denormals, huge values, infinities and NaN, with the same signs of
+    zero."""
     rng = np.random.default_rng(1)
     ties = np.round(rng.standard_normal(1000) * 8) / 2
     spread = rng.standard_normal(1000) * 100

@@ -92,6 +92,7 @@ fn random_program(rng: &mut Rng, shape: &[i64]) -> String {
         "ceil",
         "round_nearest_even",
         "round_nearest_afz",
+        "sign",
     ];
     let binary = [
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
