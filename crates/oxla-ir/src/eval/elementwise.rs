@@ -1116,21 +1116,66 @@ pub(crate) fn compare_bytes(
         );
         true
     }
+    fn ieee<T: Plain + PartialOrd>(
+        dir: ComparisonDirection,
+        a: &[u8],
+        b: &[u8],
+        out: &mut [u8],
+    ) -> bool {
+        compare_ieee_into(
+            dir,
+            &typed::view_bytes::<T>(a),
+            &typed::view_bytes::<T>(b),
+            out,
+        );
+        true
+    }
     use ElementType as E;
     match et {
         E::F32 if total => go(|x: &f32, y| Some(Float::total_cmp(x, y)), dir, a, b, out),
         E::F64 if total => go(|x: &f64, y| Some(Float::total_cmp(x, y)), dir, a, b, out),
-        E::F32 => go(f32::partial_cmp, dir, a, b, out),
-        E::F64 => go(f64::partial_cmp, dir, a, b, out),
-        E::S8 => go(total_order::<i8>, dir, a, b, out),
-        E::S16 => go(total_order::<i16>, dir, a, b, out),
-        E::S32 => go(total_order::<i32>, dir, a, b, out),
-        E::S64 => go(total_order::<i64>, dir, a, b, out),
-        E::U8 => go(total_order::<u8>, dir, a, b, out),
-        E::U16 => go(total_order::<u16>, dir, a, b, out),
-        E::U32 => go(total_order::<u32>, dir, a, b, out),
-        E::U64 => go(total_order::<u64>, dir, a, b, out),
+        E::F32 => ieee::<f32>(dir, a, b, out),
+        E::F64 => ieee::<f64>(dir, a, b, out),
+        E::S8 => ieee::<i8>(dir, a, b, out),
+        E::S16 => ieee::<i16>(dir, a, b, out),
+        E::S32 => ieee::<i32>(dir, a, b, out),
+        E::S64 => ieee::<i64>(dir, a, b, out),
+        E::U8 => ieee::<u8>(dir, a, b, out),
+        E::U16 => ieee::<u16>(dir, a, b, out),
+        E::U32 => ieee::<u32>(dir, a, b, out),
+        E::U64 => ieee::<u64>(dir, a, b, out),
         _ => false,
+    }
+}
+
+/// [`compare_into`] for the ordering of `PartialOrd` (IEEE comparisons of floats: false
+/// with a NaN, except `!=`; integers' order), one comparison operator per direction on the
+/// widest vectors the CPU has. An operand of one element broadcasts.
+fn compare_ieee_into<T: Copy + PartialOrd>(
+    dir: ComparisonDirection,
+    a: &[T],
+    b: &[T],
+    out: &mut [u8],
+) {
+    use ComparisonDirection as D;
+    let n = out.len();
+    macro_rules! each {
+        ($op:tt) => {
+            match (a, b) {
+                (&[x], &[y]) => out.fill(u8::from(x $op y)),
+                (&[x], _) if b.len() == n => oxla_simd::map(b, out, |y| u8::from(x $op y)),
+                (_, &[y]) if a.len() == n => oxla_simd::map(a, out, |x| u8::from(x $op y)),
+                _ => oxla_simd::zip(a, b, out, |x, y| u8::from(x $op y)),
+            }
+        };
+    }
+    match dir {
+        D::Eq => each!(==),
+        D::Ne => each!(!=),
+        D::Lt => each!(<),
+        D::Le => each!(<=),
+        D::Gt => each!(>),
+        D::Ge => each!(>=),
     }
 }
 
@@ -1147,11 +1192,6 @@ pub(crate) fn compare_into<T>(
     for (i, o) in out.iter_mut().enumerate() {
         *o = u8::from(ordering_matches(dir, cmp(&a[at(a, i)], &b[at(b, i)])));
     }
-}
-
-/// The order of integers, as `compare_fast` takes it.
-fn total_order<T: Ord>(x: &T, y: &T) -> Option<Ordering> {
-    Some(x.cmp(y))
 }
 
 pub(crate) fn ordering_matches(dir: ComparisonDirection, ord: Option<Ordering>) -> bool {
@@ -1260,6 +1300,84 @@ fn pick(pred: &[bool], t: Array, f: Array) -> Option<Array> {
     })
 }
 
+/// A choice between two values by their bits, written as a mask blend.
+trait Blend: Copy {
+    fn blend(pick_first: bool, a: Self, b: Self) -> Self;
+}
+
+macro_rules! blend {
+    ($($t:ty),*) => {$(
+        impl Blend for $t {
+            #[inline(always)]
+            fn blend(pick_first: bool, a: $t, b: $t) -> $t {
+                let mask = (0 as $t).wrapping_sub(<$t>::from(pick_first));
+                (a & mask) | (b & !mask)
+            }
+        }
+    )*};
+}
+blend!(u8, u16, u32, u64);
+
+/// `select` as a move of each element's bits (as XLA's `select` is), for element types of
+/// 1, 2, 4 or 8 bytes whose operands each hold `n` elements or one that broadcasts.
+fn select_fast(
+    pred: &Literal,
+    on_true: &Literal,
+    on_false: &Literal,
+    shape: &[i64],
+    n: usize,
+) -> Option<Result<Literal, IrError>> {
+    fn go<T: Plain + Blend>(
+        p: &[u8],
+        t: &[u8],
+        f: &[u8],
+        ty: TensorType,
+        n: usize,
+    ) -> Result<Literal, IrError> {
+        let (t, f) = (typed::view_bytes::<T>(t), typed::view_bytes::<T>(f));
+        let at = |len: usize, i: usize| if len == 1 { 0 } else { i };
+        typed::build_overwritten::<T>(ty, n, |out| {
+            if p.len() == n && t.len() == n && f.len() == n {
+                // A blend of bits under a mask of the predicate: a choice between the two
+                // elements would compile into a gather through their addresses.
+                oxla_simd::vectorized(
+                    #[inline(always)]
+                    || {
+                        for (((o, &p), &t), &f) in out.iter_mut().zip(p).zip(&*t).zip(&*f) {
+                            *o = T::blend(p != 0, t, f);
+                        }
+                    },
+                );
+            } else {
+                for (i, o) in out.iter_mut().enumerate() {
+                    let p = p[at(p.len(), i)];
+                    *o = if p != 0 {
+                        t[at(t.len(), i)]
+                    } else {
+                        f[at(f.len(), i)]
+                    };
+                }
+            }
+        })
+    }
+    let et = on_true.ty.element_type;
+    if et.bit_width() != 8 * et.byte_size()
+        || !fits_plain(ElementType::Pred, n, &[pred])
+        || !fits_plain(et, n, &[on_true, on_false])
+    {
+        return None;
+    }
+    let ty = TensorType::new(shape.to_vec(), et);
+    let (p, t, f) = (&pred.data[..], &on_true.data[..], &on_false.data[..]);
+    Some(match et.byte_size() {
+        1 => go::<u8>(p, t, f, ty, n),
+        2 => go::<u16>(p, t, f, ty, n),
+        4 => go::<u32>(p, t, f, ty, n),
+        8 => go::<u64>(p, t, f, ty, n),
+        _ => return None,
+    })
+}
+
 /// Evaluates `select` (the predicate may be a scalar).
 pub(crate) fn select(
     cx: OpCx<'_>,
@@ -1276,6 +1394,9 @@ pub(crate) fn select(
     }
     let shape = common_shape(cx, &[pred, on_true, on_false])?;
     let n = num_elements(&shape);
+    if let Some(done) = select_fast(pred, on_true, on_false, &shape, n) {
+        return done;
+    }
     let Array::Pred(p) = decode_n(pred, n) else {
         return Err(cx.invalid("predicate must be i1"));
     };

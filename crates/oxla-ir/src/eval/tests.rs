@@ -227,6 +227,105 @@ mod elementwise {
         assert_eq!(to_pred(&u), vec![true]);
     }
 
+    /// Compares and selects over vector lengths and their tails, with either operand
+    /// broadcast, against the definition: IEEE order for floats (false with NaN except
+    /// `!=`, `-0 == +0`, denormals read as zero), integer order, and selects that move bits
+    /// (NaN payloads and denormals kept).
+    #[test]
+    fn vector_compares_and_selects_follow_the_definition() {
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::from_bits(1),
+        ];
+        let f = |i: usize, salt: usize| -> f32 {
+            let k = (i * 7 + salt * 13) % 23;
+            if k < specials.len() {
+                specials[k]
+            } else {
+                f32::from_bits(0x7fc0_0000 | (i as u32 & 0xff)) * 0.0 + (k as f32 - 11.0)
+            }
+        };
+        for n in [1usize, 17, 1037] {
+            let a: Vec<f32> = (0..n).map(|i| f(i, 0)).collect();
+            let b: Vec<f32> = (0..n).map(|i| f(i, 1)).collect();
+            let ai: Vec<i32> = (0..n).map(|i| (i as i32 * 37) % 11 - 5).collect();
+            let bi: Vec<i32> = (0..n).map(|i| (i as i32 * 17) % 7 - 3).collect();
+            let shape = [n as i64];
+            for (a_len, b_len) in [(n, n), (1, n), (n, 1)] {
+                for dir in [Dir::Eq, Dir::Ne, Dir::Lt, Dir::Le, Dir::Gt, Dir::Ge] {
+                    let attrs = vec![("comparison_direction", Attribute::ComparisonDirection(dir))];
+                    let want = |x: Option<std::cmp::Ordering>| {
+                        super::super::elementwise::ordering_matches(dir, x)
+                    };
+                    let pick = |len: usize, i: usize| if len == 1 { 0 } else { i };
+                    let lit = |v: &[f32], len: usize| {
+                        f32s(&[len as i64][..usize::from(len != 1 || n == 1)], &v[..len])
+                    };
+                    let got = run_op(
+                        K::Compare,
+                        &[lit(&a, a_len), lit(&b, b_len)],
+                        t(&shape, E::Pred),
+                        attrs.clone(),
+                    );
+                    let got = to_pred(&got.unwrap());
+                    // Executions read denormals as zero (as XLA does).
+                    let flush = |v: f32| if v.is_subnormal() { 0.0 } else { v };
+                    for i in 0..n {
+                        let (x, y) = (flush(a[pick(a_len, i)]), flush(b[pick(b_len, i)]));
+                        assert_eq!(got[i], want(x.partial_cmp(&y)), "{dir:?} {x} {y} (n {n})");
+                    }
+                    let ilit = |v: &[i32], len: usize| {
+                        i32s(&[len as i64][..usize::from(len != 1 || n == 1)], &v[..len])
+                    };
+                    let got = run_op(
+                        K::Compare,
+                        &[ilit(&ai, a_len), ilit(&bi, b_len)],
+                        t(&shape, E::Pred),
+                        attrs,
+                    );
+                    let got = to_pred(&got.unwrap());
+                    for i in 0..n {
+                        let (x, y) = (ai[pick(a_len, i)], bi[pick(b_len, i)]);
+                        assert_eq!(got[i], want(Some(x.cmp(&y))), "{dir:?} {x} {y} (n {n})");
+                    }
+                }
+                // Selects: a predicate of every pattern, operands whole or broadcast.
+                let p: Vec<bool> = (0..n).map(|i| (i * 5) % 3 == 0).collect();
+                for p_len in [n, 1] {
+                    let plit = preds(
+                        &[p_len as i64][..usize::from(p_len != 1 || n == 1)],
+                        &p[..p_len],
+                    );
+                    let lit = |v: &[f32], len: usize| {
+                        f32s(&[len as i64][..usize::from(len != 1 || n == 1)], &v[..len])
+                    };
+                    let got = run_op(
+                        K::Select,
+                        &[plit, lit(&a, a_len), lit(&b, b_len)],
+                        t(&shape, E::F32),
+                        vec![],
+                    );
+                    let got = to_f32(&got.unwrap());
+                    assert_eq!(got.len(), n);
+                    for (i, got) in got.iter().enumerate() {
+                        let at = |len: usize| if len == 1 { 0 } else { i };
+                        let want = if p[at(p_len)] {
+                            a[at(a_len)]
+                        } else {
+                            b[at(b_len)]
+                        };
+                        assert_eq!(got.to_bits(), want.to_bits(), "select at {i} (n {n})");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn select_and_clamp_broadcast_scalars() {
         let out = run_op(
