@@ -114,6 +114,33 @@ def test_rounding_on_long_vectors(name, dtype):
     np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
 
 
+LONG_BINARY = {
+    "add": jnp.add,
+    "multiply": jnp.multiply,
+    "divide": jnp.divide,
+    "maximum": jnp.maximum,
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("name", sorted(LONG_BINARY))
+def test_narrow_float_arithmetic_on_long_vectors(name, dtype):
+    """Half-precision arithmetic over two thousand values, a scalar operand, and `exp`:
+    widened to f32, computed and rounded back, as XLA does, with the same bits."""
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal(2003) * 30).astype(dtype)
+    b = (rng.standard_normal(2003) * 3).astype(dtype)
+    a[:4] = [0.0, -0.0, np.inf, np.nan]
+    b[:4] = [-0.0, 1.0, -np.inf, 2.0]
+    fn = LONG_BINARY[name]
+    check(fn, a, b, atol=0, rtol=0)
+    # XLA turns a division by a constant into a multiplication by its rounded reciprocal,
+    # which can differ in the last place: that case keeps the default tolerance.
+    exact = {} if name == "divide" else {"atol": 0, "rtol": 0}
+    check(lambda x: fn(x, jnp.asarray(0.75, dtype)), a, **exact)
+    check(lambda x: jnp.exp(fn(x, x) * 0.01), a)
+
+
 UNARY_INT = {
     "neg": jnp.negative,
     "abs": jnp.abs,

@@ -739,6 +739,7 @@ pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
         let fast = match in_et {
             ElementType::F32 => float_unary_fast::<f32>(kind, x),
             ElementType::F64 => float_unary_fast::<f64>(kind, x),
+            ElementType::BF16 | ElementType::F16 => narrow_unary_fast(kind, x),
             _ => None,
         };
         if let Some(res) = fast {
@@ -934,11 +935,83 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
         if let Some(res) = binary_fast(&cx.op.kind, a, b, &shape, n) {
             return res;
         }
+        if let Some(res) = narrow_binary_fast(&cx.op.kind, a, b, &shape, n) {
+            return res;
+        }
     }
     let bits = et.bit_width() as u32;
     let out = binary_arrays(cx, &cx.op.kind, decode_n(a, n), decode_n(b, n), bits)
         .ok_or_else(|| type_error(cx, et))?;
     finish(cx, out, shape, out_et)
+}
+
+/// `bf16` or `f16` elements (their bits) widened to f32 as decoding widens them.
+fn widen_narrow(et: ElementType, bits: &[u16], out: &mut [f32]) {
+    if et == ElementType::BF16 {
+        oxla_simd::map(bits, out, |h| half::bf16::from_bits(h).to_f32());
+    } else {
+        oxla_simd::map(bits, out, |h| half::f16::from_bits(h).to_f32());
+    }
+}
+
+/// f32 values rounded to `bf16` or `f16` bits as encoding rounds them.
+fn narrow_f32(et: ElementType, v: &[f32], out: &mut [u16]) {
+    if et == ElementType::BF16 {
+        oxla_simd::map(v, out, |x| half::bf16::from_f32(x).to_bits());
+    } else {
+        oxla_simd::map(v, out, |x| half::f16::from_f32(x).to_bits());
+    }
+}
+
+/// A unary op on a `bf16` or `f16` literal as the general path computes it (widened to
+/// f32, the f32 kernel, rounded back), through buffers of the thread's cache instead of
+/// decoded arrays; `None` for the ops the f32 kernels do not cover.
+fn narrow_unary_fast(kind: &OpKind, x: &Literal) -> Option<Result<Literal, IrError>> {
+    if !f32::map_common(&[0.0], &mut [0.0], kind) {
+        return None;
+    }
+    let et = x.ty.element_type;
+    let bits = typed::view_bytes::<u16>(&x.data);
+    let n = bits.len();
+    Some(typed::with_scratch::<f32, _>(2 * n, |scratch| {
+        let (wide, out) = scratch.split_at_mut(n);
+        widen_narrow(et, &bits, wide);
+        f32::map_common(wide, out, kind);
+        typed::build_overwritten::<u16>(x.ty.clone(), n, |res| narrow_f32(et, out, res))
+    }))
+}
+
+/// A binary float op on `bf16` or `f16` literals as the general path computes it (both
+/// widened to f32, the f32 op, rounded back); an operand of one element broadcasts. `None`
+/// for other types and ops, or operands that do not fit `n`.
+fn narrow_binary_fast(
+    kind: &OpKind,
+    a: &Literal,
+    b: &Literal,
+    shape: &[i64],
+    n: usize,
+) -> Option<Result<Literal, IrError>> {
+    let et = a.ty.element_type;
+    if !matches!(et, ElementType::BF16 | ElementType::F16)
+        || !float_zip::<f32>(kind, &mut [], &[], &[])
+        || !fits_plain(et, n, &[a, b])
+    {
+        return None;
+    }
+    let (a, b) = (
+        typed::view_bytes::<u16>(&a.data),
+        typed::view_bytes::<u16>(&b.data),
+    );
+    let (na, nb) = (a.len(), b.len());
+    Some(typed::with_scratch::<f32, _>(na + nb + n, |scratch| {
+        let (wa, rest) = scratch.split_at_mut(na);
+        let (wb, out) = rest.split_at_mut(nb);
+        widen_narrow(et, &a, wa);
+        widen_narrow(et, &b, wb);
+        float_zip(kind, out, wa, wb);
+        let ty = TensorType::new(shape.to_vec(), et);
+        typed::build_overwritten::<u16>(ty, n, |res| narrow_f32(et, out, res))
+    }))
 }
 
 /// The common float unary ops on an f32/f64 literal, read and written in place; `None`

@@ -326,6 +326,79 @@ mod elementwise {
         }
     }
 
+    /// Half-precision unary and binary ops (whole and with a broadcast operand) give the
+    /// bits of the same op on the values converted to f32, converted back.
+    #[test]
+    fn half_precision_ops_round_the_f32_result_once() {
+        let n = 1037usize;
+        let values: Vec<f32> = (0..n)
+            .map(|i| match i % 11 {
+                0 => f32::NAN,
+                1 => -0.0,
+                2 => f32::INFINITY,
+                _ => (i as f32 * 0.37).sin() * 300.0,
+            })
+            .collect();
+        let other: Vec<f32> = (0..n)
+            .map(|i| (i as f32 * 0.11).cos() * 7.0 + 0.5)
+            .collect();
+        let convert = |x: &Literal, et: E| {
+            run_op(
+                K::Convert,
+                std::slice::from_ref(x),
+                t(&x.ty.shape, et),
+                vec![],
+            )
+            .unwrap()
+        };
+        for et in [E::BF16, E::F16] {
+            let a = convert(&f32s(&[n as i64], &values), et);
+            let b = convert(&f32s(&[n as i64], &other), et);
+            let scalar = convert(&f32s(&[], &[0.75]), et);
+            for kind in [
+                K::Add,
+                K::Subtract,
+                K::Multiply,
+                K::Divide,
+                K::Maximum,
+                K::Minimum,
+            ] {
+                for (x, y) in [(&a, &b), (&a, &scalar), (&scalar, &b)] {
+                    let got = run_op(
+                        kind.clone(),
+                        &[x.clone(), y.clone()],
+                        t(&[n as i64], et),
+                        vec![],
+                    );
+                    let wide = run_op(
+                        kind.clone(),
+                        &[convert(x, E::F32), convert(y, E::F32)],
+                        t(&[n as i64], E::F32),
+                        vec![],
+                    );
+                    let want = convert(&wide.unwrap(), et);
+                    assert_eq!(got.unwrap().data, want.data, "{kind:?} on {et}");
+                }
+            }
+            for kind in [K::Exponential, K::Tanh, K::Sqrt, K::Floor, K::Negate] {
+                let got = run_op(
+                    kind.clone(),
+                    std::slice::from_ref(&b),
+                    t(&[n as i64], et),
+                    vec![],
+                );
+                let wide = run_op(
+                    kind.clone(),
+                    &[convert(&b, E::F32)],
+                    t(&[n as i64], E::F32),
+                    vec![],
+                );
+                let want = convert(&wide.unwrap(), et);
+                assert_eq!(got.unwrap().data, want.data, "{kind:?} on {et}");
+            }
+        }
+    }
+
     #[test]
     fn select_and_clamp_broadcast_scalars() {
         let out = run_op(
