@@ -179,12 +179,67 @@ fn is_narrow_float(et: ElementType) -> bool {
     et.is_float() && !matches!(et, ElementType::F32 | ElementType::F64)
 }
 
+/// The `f16` nearest (ties to even) to the f32 with bits `bits`, on the bits alone (so a
+/// denormal rounds as its value whatever the thread's flushing mode): infinity past the
+/// largest finite `f16`, NaN to the quiet NaN of its sign, as [`floatfmt::encode`] gives.
+#[inline(always)]
+fn f32_bits_to_f16(bits: u32) -> u16 {
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let a = bits & 0x7fff_ffff;
+    let exp = a >> 23;
+    // Normal results: rebias the exponent (127 - 15 = 112) and round 13 mantissa bits off;
+    // a carry out of the mantissa moves to the next binade, up to infinity.
+    let rebiased = a.wrapping_sub(112 << 23);
+    let normal = (rebiased + 0x0fff + ((rebiased >> 13) & 1)) >> 13;
+    // Below 2^-14 the result is a denormal (or zero) in units of 2^-24: the significand
+    // shifted right by 126 - exp, rounded to nearest even.
+    let significand = (a & 0x007f_ffff) | 0x0080_0000;
+    let shift = 126u32.saturating_sub(exp).min(31);
+    let kept = significand >> shift;
+    let rest = significand & ((1u32 << shift) - 1);
+    let half_way = (1u32 << shift) >> 1;
+    let round_up = rest > half_way || (rest == half_way && kept & 1 == 1);
+    let denormal = kept + u32::from(round_up);
+    let magnitude = if a > 0x7f80_0000 {
+        0x7e00
+    } else if a >= 0x477f_f000 {
+        // At or past 65520, the halfway point above the largest finite f16.
+        0x7c00
+    } else if exp >= 113 {
+        normal
+    } else if exp >= 102 {
+        denormal
+    } else {
+        0
+    };
+    sign | magnitude as u16
+}
+
+/// The f32 of the `f16` with bits `h`, as decoding gives it (NaN quieted, payload kept).
+#[inline(always)]
+fn f16_bits_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let exp = u32::from(h >> 10) & 0x1f;
+    let mantissa = u32::from(h & 0x03ff);
+    let magnitude = if exp == 0x1f {
+        let quiet = if mantissa != 0 { 0x0040_0000 } else { 0 };
+        0x7f80_0000 | quiet | (mantissa << 13)
+    } else if exp == 0 {
+        // A denormal f16 is an exact, normal f32: mantissa * 2^-24.
+        (mantissa as f32 * (1.0 / 16_777_216.0)).to_bits()
+    } else {
+        ((exp + 112) << 23) | (mantissa << 13)
+    };
+    f32::from_bits(sign | magnitude)
+}
+
 /// The common conversions as one vector loop from the source's bytes to the result's, with
 /// the same results as the general path below: `f32` to `i32` truncates and saturates with
 /// NaN to 0 (Rust's `as`), integers to floats and `f64` to `f32` round to nearest even,
 /// integers wrap, `f32` to `bf16` rounds the bits to nearest even (NaN to the quiet NaN of
-/// its sign) without float arithmetic, so denormals round as values, and `bf16` to `f32`
-/// moves the bits as decoding does. `None` for the other pairs.
+/// its sign) without float arithmetic, so denormals round as values, `bf16` to `f32` moves
+/// the bits as decoding does, and `f32` to `f16` and back work on the bits the same way
+/// ([`f32_bits_to_f16`], [`f16_bits_to_f32`]). `None` for the other pairs.
 fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrError>> {
     use super::typed::{build_overwritten, view, view_bytes};
     use ElementType as E;
@@ -224,6 +279,8 @@ fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrErro
         (E::BF16, E::F32) => map(&view_bytes::<u16>(&lit.data), ty, |h: u16| {
             half::bf16::from_bits(h).to_f32()
         }),
+        (E::F32, E::F16) => map(&view_bytes::<u32>(&lit.data), ty, f32_bits_to_f16),
+        (E::F16, E::F32) => map(&view_bytes::<u16>(&lit.data), ty, f16_bits_to_f32),
         _ => return None,
     })
 }
@@ -520,7 +577,22 @@ mod tests {
             f32::from_bits(0x3f80_8000),
             f32::from_bits(0x3f81_8000),
             f32::from_bits(0x7f7f_ffff),
+            // f16's edges: the largest finite and the halfway point above it, the smallest
+            // normal, denormal ties and the halfway point below the smallest denormal.
+            65504.0,
+            65519.996,
+            65520.0,
+            65536.0,
+            6.103_515_6e-5,
+            6.102_037_4e-5,
+            5.960_464_5e-8,
+            2.980_232_2e-8,
+            4.470_348_4e-8,
+            2.980_232_6e-8,
+            1.000_488_3,
+            1.001_464_8,
         ];
+        f32s.extend((0..=u16::MAX).map(|h| f16_bits_to_f32(h) * 1.000_000_1));
         let mut bits = 0x2545_f491u32;
         for _ in 0..4000 {
             bits ^= bits << 13;
@@ -542,12 +614,24 @@ mod tests {
                 .collect()
         };
         let sources = [
-            (from_f32.clone(), vec![E::S32, E::F64, E::BF16]),
+            (from_f32.clone(), vec![E::S32, E::F64, E::BF16, E::F16]),
             (bytes(E::S32, raw(4)), vec![E::F32, E::S64, E::U32]),
             (bytes(E::U32, raw(4)), vec![E::S32]),
             (bytes(E::S64, raw(8)), vec![E::S32]),
             (bytes(E::F64, raw(8)), vec![E::F32]),
             (bytes(E::BF16, raw(2)), vec![E::F32]),
+            (bytes(E::F16, raw(2)), vec![E::F32]),
+            (
+                bytes(
+                    E::F16,
+                    (0..=u16::MAX)
+                        .flat_map(u16::to_le_bytes)
+                        .cycle()
+                        .take(2 * f32s.len())
+                        .collect(),
+                ),
+                vec![E::F32],
+            ),
             (
                 bytes(
                     E::Pred,
