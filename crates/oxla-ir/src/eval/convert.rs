@@ -183,14 +183,14 @@ fn is_narrow_float(et: ElementType) -> bool {
 /// denormal rounds as its value whatever the thread's flushing mode): infinity past the
 /// largest finite `f16`, NaN to the quiet NaN of its sign, as [`floatfmt::encode`] gives.
 #[inline(always)]
-fn f32_bits_to_f16(bits: u32) -> u16 {
+pub(crate) fn f32_bits_to_f16(bits: u32) -> u16 {
     let sign = ((bits >> 16) & 0x8000) as u16;
     let a = bits & 0x7fff_ffff;
     let exp = a >> 23;
     // Normal results: rebias the exponent (127 - 15 = 112) and round 13 mantissa bits off;
     // a carry out of the mantissa moves to the next binade, up to infinity.
     let rebiased = a.wrapping_sub(112 << 23);
-    let normal = (rebiased + 0x0fff + ((rebiased >> 13) & 1)) >> 13;
+    let normal = rebiased.wrapping_add(0x0fff + ((rebiased >> 13) & 1)) >> 13;
     // Below 2^-14 the result is a denormal (or zero) in units of 2^-24: the significand
     // shifted right by 126 - exp, rounded to nearest even.
     let significand = (a & 0x007f_ffff) | 0x0080_0000;
@@ -215,9 +215,21 @@ fn f32_bits_to_f16(bits: u32) -> u16 {
     sign | magnitude as u16
 }
 
+/// [`f32_bits_to_f16`], but a NaN keeps the top of its payload (quieted), as the `half`
+/// crate's rounding (which encodes f16 arithmetic results) does.
+#[inline(always)]
+pub(crate) fn f32_to_f16_keeping_nan(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if bits & 0x7fff_ffff > 0x7f80_0000 {
+        ((bits >> 16) & 0x8000) as u16 | 0x7e00 | ((bits >> 13) & 0x03ff) as u16
+    } else {
+        f32_bits_to_f16(bits)
+    }
+}
+
 /// The f32 of the `f16` with bits `h`, as decoding gives it (NaN quieted, payload kept).
 #[inline(always)]
-fn f16_bits_to_f32(h: u16) -> f32 {
+pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
     let sign = u32::from(h & 0x8000) << 16;
     let exp = u32::from(h >> 10) & 0x1f;
     let mantissa = u32::from(h & 0x03ff);
@@ -653,6 +665,35 @@ mod tests {
                         lit.ty.element_type
                     );
                 }
+            }
+        }
+    }
+
+    /// The bit-level f16 conversions give the `half` crate's bits (which decoding and the
+    /// encoding of f16 arithmetic use): every f16 pattern widened, and f32 values around
+    /// every f16, its edges, NaN payloads and random patterns narrowed, flushing or not.
+    #[test]
+    fn f16_bit_conversions_match_the_half_crate() {
+        let mut xs: Vec<f32> = vec![65504.0, 65519.996, 65520.0, f32::NAN, -f32::NAN];
+        xs.push(f32::from_bits(0x7f80_2001));
+        xs.push(f32::from_bits(0xffa1_2345));
+        let mut bits = 0x9e37_79b9u32;
+        for h in 0..=u16::MAX {
+            bits ^= bits << 13;
+            bits ^= bits >> 17;
+            bits ^= bits << 5;
+            let x = half::f16::from_bits(h).to_f32();
+            xs.extend([x, x * 1.000_000_1, x * 0.999_999_9, f32::from_bits(bits)]);
+        }
+        for flush in [false, true] {
+            let _flush = flush.then(oxla_simd::FlushDenormals::new);
+            for h in 0..=u16::MAX {
+                let want = half::f16::from_bits(h).to_f32().to_bits();
+                assert_eq!(f16_bits_to_f32(h).to_bits(), want, "{h:#06x}");
+            }
+            for &x in &xs {
+                let want = half::f16::from_f32(x).to_bits();
+                assert_eq!(f32_to_f16_keeping_nan(x), want, "{:#010x}", x.to_bits());
             }
         }
     }

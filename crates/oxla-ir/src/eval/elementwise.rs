@@ -950,7 +950,8 @@ fn widen_narrow(et: ElementType, bits: &[u16], out: &mut [f32]) {
     if et == ElementType::BF16 {
         oxla_simd::map(bits, out, |h| half::bf16::from_bits(h).to_f32());
     } else {
-        oxla_simd::map(bits, out, |h| half::f16::from_bits(h).to_f32());
+        // The same bits as `half`'s conversion, in a loop that vectorizes.
+        oxla_simd::map(bits, out, super::convert::f16_bits_to_f32);
     }
 }
 
@@ -959,7 +960,7 @@ fn narrow_f32(et: ElementType, v: &[f32], out: &mut [u16]) {
     if et == ElementType::BF16 {
         oxla_simd::map(v, out, |x| half::bf16::from_f32(x).to_bits());
     } else {
-        oxla_simd::map(v, out, |x| half::f16::from_f32(x).to_bits());
+        oxla_simd::map(v, out, super::convert::f32_to_f16_keeping_nan);
     }
 }
 
