@@ -1374,8 +1374,9 @@ fn pick(pred: &[bool], t: Array, f: Array) -> Option<Array> {
     })
 }
 
-/// A choice between two values by their bits, written as a mask blend.
-trait Blend: Copy {
+/// A choice between two values by their bits, written as a mask blend: in a loop, a choice
+/// between two elements would compile into a gather through their addresses.
+pub(crate) trait Blend: Copy {
     fn blend(pick_first: bool, a: Self, b: Self) -> Self;
 }
 

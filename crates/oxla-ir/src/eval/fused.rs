@@ -17,7 +17,7 @@
 //! instead of tile by tile (see [`super::tile_code`]), with the same bits.
 
 use super::context::{extents, strides, OpCx};
-use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Float};
+use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Blend, Float};
 use super::threads;
 use super::tile_code::KernelCode;
 use super::typed;
@@ -1180,10 +1180,8 @@ impl Inst {
                     #[inline(always)]
                     || {
                         for (((o, &p), &t), &f) in out.iter_mut().zip(p).zip(t).zip(f) {
-                            // A blend of the bits: written as a choice between the two
-                            // elements, the loop becomes a gather through their addresses.
-                            let m = 0u32.wrapping_sub(u32::from(p != 0.0));
-                            *o = f32::from_bits((t.to_bits() & m) | (f.to_bits() & !m));
+                            let bits = u32::blend(p != 0.0, t.to_bits(), f.to_bits());
+                            *o = f32::from_bits(bits);
                         }
                     },
                 );
