@@ -609,7 +609,8 @@ impl<'m> Interp<'m> {
             K::Composite => {
                 let native = match op.operands.as_slice() {
                     [id] => match operand(frame, cx, *id)? {
-                        Value::Tensor(x) => elementwise::complex_composite(cx, x),
+                        Value::Tensor(x) => elementwise::complex_composite(cx, x)
+                            .or_else(|| special::native_composite(cx, x)),
                         _ => None,
                     },
                     _ => None,

@@ -1,7 +1,8 @@
 //! Special functions behind the CHLO ops JAX leaves in programs (`chlo.erf`, `chlo.lgamma`,
 //! `chlo.asinh`, ...), evaluated in f64 and rounded to the operand type by the caller.
 
-use crate::OpKind;
+use super::context::OpCx;
+use crate::{Attribute, ElementType, IrError, Literal, OpKind};
 
 /// True for CHLO unary ops evaluated elementwise on floats here or in `elementwise.rs`.
 pub(crate) fn is_special_unary(kind: &OpKind) -> bool {
@@ -219,6 +220,30 @@ pub(crate) fn polygamma(n: f64, x: f64) -> f64 {
     let factorial = libm::tgamma(n + 1.0);
     let sign = if n % 2.0 == 0.0 { -1.0 } else { 1.0 };
     sign * factorial * hurwitz_zeta(n + 1.0, x)
+}
+
+/// A `chlo.erf` composite on f32, evaluated as the vector `erf` of
+/// [`super::fastmath`] (within half an ulp) instead of its decomposition: jaxlib writes
+/// `erf` as a composite whose decomposition is a rational approximation over sixteen
+/// full-size constants, which ran about ten times slower; XLA's cpu backend evaluates the op
+/// itself too, with its own approximation, so neither form gives its bits. `None` for every
+/// other composite and element type.
+pub(crate) fn native_composite(cx: OpCx<'_>, x: &Literal) -> Option<Result<Literal, IrError>> {
+    match cx.attr("name") {
+        Ok(Attribute::String(name)) if name == "chlo.erf" => {}
+        _ => return None,
+    }
+    if x.ty.element_type != ElementType::F32 {
+        return None;
+    }
+    let v = super::typed::view::<f32>(x)?;
+    Some(super::typed::build_overwritten::<f32>(
+        x.ty.clone(),
+        v.len(),
+        |out| {
+            super::fastmath::map_f32(&v, out, &OpKind::ChloErf);
+        },
+    ))
 }
 
 #[cfg(test)]

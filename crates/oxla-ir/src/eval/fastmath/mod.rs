@@ -25,6 +25,10 @@
 
 use crate::OpKind;
 
+mod erf;
+
+pub(crate) use erf::{erf, erf_inv};
+
 /// 1.5 * 2^52: adding it rounds an f64 of magnitude below 2^51 to an integer, which then
 /// sits in the low bits of the sum's mantissa.
 const ROUND: f64 = 6755399441055744.0;
@@ -322,6 +326,16 @@ pub(crate) fn map_f32(v: &[f32], out: &mut [f32], kind: &OpKind) -> bool {
         K::Tanh => each(v, out, tanh),
         K::Sine => each_trig(v, out, sin_reduced, sin),
         K::Cosine => each_trig(v, out, cos_reduced, cos),
+        K::ChloErf => each(v, out, erf),
+        // Too large for the inliner to put into `map`'s loop on its own.
+        K::ChloErfInv => oxla_simd::vectorized(
+            #[inline(always)]
+            || {
+                for (o, &y) in out.iter_mut().zip(v) {
+                    *o = erf_inv(y);
+                }
+            },
+        ),
         _ => return false,
     }
     true
@@ -388,7 +402,7 @@ mod tests {
             .chain((0..u32::MAX / 251).map(|i| f32::from_bits(i * 251)))
     }
 
-    fn check(name: &str, fast: fn(f32) -> f32, reference: fn(f64) -> f64, bound: f64) {
+    pub(super) fn check(name: &str, fast: fn(f32) -> f32, reference: fn(f64) -> f64, bound: f64) {
         let mut worst = (0.0f64, 0.0f32);
         let (mut xs, mut got) = (Vec::new(), Vec::new());
         let pts: Vec<f32> = points().collect();
@@ -402,6 +416,8 @@ mod tests {
             "tanh" => Some(OpKind::Tanh),
             "sin" => Some(OpKind::Sine),
             "cos" => Some(OpKind::Cosine),
+            "erf" => Some(OpKind::ChloErf),
+            "erf_inv" => Some(OpKind::ChloErfInv),
             _ => None,
         };
         let mut mapped = vec![0.0f32; pts.len()];
