@@ -47,7 +47,9 @@ def test_compiler_options_dump_dir_and_opt_level(tmp_path, oxla_device):
     assert "opt_level: 1" in options
     timings = json.loads((dump / "timings.json").read_text())
     assert timings["module"] == "jit_f"
-    assert [p["name"] for p in timings["phases"]] == ["read", "verify", "check", "inline"]
+    assert [p["name"] for p in timings["phases"]] == [
+        "read", "verify", "check", "inline", "divisions"
+    ]
 
 
 def test_compiler_options_verify_each_pass(tmp_path, oxla_device):

@@ -261,6 +261,20 @@ impl Executable {
                 run.ir_after("inline", device_module.as_ref().unwrap_or(&module));
             }
         }
+        if run.flags().xla_divisions {
+            // Divisions round as on XLA's cpu backend (`x / c` as `x * (1/c)`, ...), so a
+            // JAX program gives the bits it gives there.
+            let rewritten = run.phase("divisions", || {
+                let mut rewritten = oxla_ir::transform::rewrite_divisions(&mut module);
+                if let Some(device_module) = device_module.as_mut() {
+                    rewritten += oxla_ir::transform::rewrite_divisions(device_module);
+                }
+                Ok(rewritten)
+            })?;
+            if rewritten > 0 {
+                run.ir_after("divisions", device_module.as_ref().unwrap_or(&module));
+            }
+        }
         let inline = !collectives && runs_inline(device_module.as_ref().unwrap_or(&module));
         let on_eval_pool =
             !collectives && runs_on_eval_pool(device_module.as_ref().unwrap_or(&module));

@@ -121,6 +121,13 @@ pub const FLAGS: &[FlagSpec] = &[
         help: "run fused f32 arithmetic as generated AVX-512 code where the CPU has it (false: the tile interpreter; process-wide)",
     },
     FlagSpec {
+        name: "xla_divisions",
+        ty: FlagType::Bool,
+        default: "true",
+        scope: FlagScope::Compile,
+        help: "round divisions as XLA's cpu backend does (x / c as x * (1/c), x / broadcast(y) as x * broadcast(1/y), x / sqrt(y) as x * rsqrt(y)), so results match JAX's cpu bit for bit; false: every divide rounds once",
+    },
+    FlagSpec {
         name: "verify_each_pass",
         ty: FlagType::Bool,
         default: "false",
@@ -357,6 +364,8 @@ pub struct Flags {
     /// Let fused kernels run generated machine code (set for the whole process when a client
     /// is created).
     pub codegen: bool,
+    /// Rewrite divisions the way XLA's cpu backend computes them.
+    pub xla_divisions: bool,
 }
 
 impl Default for Flags {
@@ -368,6 +377,7 @@ impl Default for Flags {
             trace_path: None,
             verify_each_pass: false,
             codegen: true,
+            xla_divisions: true,
         }
     }
 }
@@ -398,6 +408,7 @@ impl Flags {
             "trace_path" => self.trace_path = value.as_path(spec, source)?,
             "verify_each_pass" => self.verify_each_pass = value.as_bool(spec, source)?,
             "codegen" => self.codegen = value.as_bool(spec, source)?,
+            "xla_divisions" => self.xla_divisions = value.as_bool(spec, source)?,
             other => {
                 return Err(ClientError::InvalidArgument(format!(
                     "flag {other} in {source} is a client option, not handled here"
@@ -471,6 +482,7 @@ impl Flags {
         }
         parts.push(format!("--verify_each_pass={}", self.verify_each_pass));
         parts.push(format!("--codegen={}", self.codegen));
+        parts.push(format!("--xla_divisions={}", self.xla_divisions));
         parts.join(" ")
     }
 
@@ -478,8 +490,8 @@ impl Flags {
     /// reproducer records these.
     pub fn semantic_flag_text(&self) -> String {
         format!(
-            "--opt_level={} --verify_each_pass={}",
-            self.opt_level, self.verify_each_pass
+            "--opt_level={} --verify_each_pass={} --xla_divisions={}",
+            self.opt_level, self.verify_each_pass, self.xla_divisions
         )
     }
 }
@@ -492,7 +504,7 @@ mod tests {
     #[test]
     fn parses_text_with_and_without_prefix() {
         let parsed = parse_flag_text(
-            "--opt_level=1 --oxla_verify_each_pass --dump_dir=d --codegen=0",
+            "--opt_level=1 --oxla_verify_each_pass --dump_dir=d --codegen=0 --xla_divisions=0",
             "test",
         )
         .unwrap();
@@ -504,9 +516,11 @@ mod tests {
         assert!(flags.verify_each_pass);
         assert_eq!(flags.dump_dir, Some(PathBuf::from("d")));
         assert!(!flags.codegen);
+        assert!(!flags.xla_divisions);
         assert_eq!(
             flags.to_flag_text(),
-            "--opt_level=1 --dump_dir=d --verify_each_pass=true --codegen=false"
+            "--opt_level=1 --dump_dir=d --verify_each_pass=true --codegen=false \
+             --xla_divisions=false"
         );
     }
 
