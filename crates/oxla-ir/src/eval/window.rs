@@ -4,13 +4,26 @@
 //! base-dilated, padded input; positions on padding or dilation holes are skipped, which
 //! equals the spec's padding with the init value whenever the init value is the body's
 //! identity (as XLA CPU does). The accumulation itself is the wave machinery of
-//! [`super::body`]: one pass per window position over all outputs at once.
+//! [`super::body`]: one pass per window position over all outputs at once, the outputs'
+//! sources listed one position at a time.
+//!
+//! One input with a simple body (`add`, `maximum`, ... on f32, f64, f16, bf16 or integers)
+//! skips the waves: [`loops`] folds each output's window directly in the same order, and a
+//! window spanning a whole dimension (a cumulative sum) runs as [`scan`]'s O(n) tree in the
+//! order XLA's CPU backend rewrites it to.
 
-use super::body::{classify, region, take};
+mod element_fn;
+mod loops;
+mod scan;
+#[cfg(test)]
+mod typed_tests;
+
+use super::body::{classify, region, take, BodyKind};
 use super::context::{extents, strides, OpCx};
 use super::reduce::lane_safe;
+use super::typed::{build_overwritten, view_bytes, Plain};
 use super::{tensor_operand, Frame, Interp, Value};
-use crate::{IrError, Literal, TensorType};
+use crate::{IrError, Literal, OpKind, TensorType};
 
 /// Window geometry of one op, validated against the input shape.
 struct Geometry {
@@ -20,7 +33,10 @@ struct Geometry {
     base_dil: Vec<usize>,
     win_dil: Vec<usize>,
     pad_lo: Vec<i64>,
+    pad_hi: Vec<i64>,
     out_ext: Vec<usize>,
+    /// Every position any output can reach fits an `i64` with room to spare.
+    small: bool,
 }
 
 fn positive(cx: OpCx<'_>, name: &str, v: Vec<i64>, rank: usize) -> Result<Vec<usize>, IrError> {
@@ -72,6 +88,7 @@ fn geometry(cx: OpCx<'_>, in_shape: &[i64], dilations: bool) -> Result<Geometry,
     }
     let mut out_ext = Vec::with_capacity(rank);
     let mut pad_lo = Vec::with_capacity(rank);
+    let mut pad_hi = Vec::with_capacity(rank);
     for d in 0..rank {
         let (lo, hi) = (padding[2 * d], padding[2 * d + 1]);
         // In i128 so that no attribute value can overflow.
@@ -89,7 +106,19 @@ fn geometry(cx: OpCx<'_>, in_shape: &[i64], dilations: bool) -> Result<Geometry,
         };
         out_ext.push(usize::try_from(size).map_err(|_| cx.invalid("the output is too large"))?);
         pad_lo.push(lo);
+        pad_hi.push(hi);
     }
+    const LIMIT: i128 = 1 << 40;
+    let small = (0..rank).all(|d| {
+        let reach = [
+            in_ext[d] as i128 * base_dil[d] as i128,
+            out_ext[d] as i128 * strides[d] as i128,
+            window[d] as i128 * win_dil[d] as i128,
+            i128::from(padding[2 * d]).abs(),
+            i128::from(padding[2 * d + 1]).abs(),
+        ];
+        reach.iter().all(|&r| r < LIMIT)
+    });
     Ok(Geometry {
         in_ext,
         window,
@@ -97,43 +126,95 @@ fn geometry(cx: OpCx<'_>, in_shape: &[i64], dilations: bool) -> Result<Geometry,
         base_dil,
         win_dil,
         pad_lo,
+        pad_hi,
         out_ext,
+        small,
     })
 }
 
 impl Geometry {
-    /// Per window position (row-major), per output (row-major): the flat input index the
-    /// position reads, if it falls on a real element.
-    fn sources(&self) -> Vec<Vec<Option<usize>>> {
+    /// Calls `visit` with, for each window position in row-major order, the flat input
+    /// index each output (row-major) reads at it, if it falls on a real element.
+    fn for_each_position(
+        &self,
+        mut visit: impl FnMut(&[Option<usize>]) -> Result<(), IrError>,
+    ) -> Result<(), IrError> {
         let rank = self.in_ext.len();
         let in_str = strides(&self.in_ext);
         let n_out: usize = self.out_ext.iter().product();
         let n_win: usize = self.window.iter().product();
-        let mut res = Vec::with_capacity(n_win);
+        let mut per_out = Vec::with_capacity(n_out);
         let mut k = vec![0usize; rank];
         for _ in 0..n_win {
-            let mut per_out = Vec::with_capacity(n_out);
+            per_out.clear();
             let mut o = vec![0usize; rank];
             for _ in 0..n_out {
                 let mut flat = Some(0usize);
                 for d in 0..rank {
-                    let pos = o[d] as i128 * self.strides[d] as i128
-                        + k[d] as i128 * self.win_dil[d] as i128
-                        - i128::from(self.pad_lo[d]);
-                    let bd = self.base_dil[d] as i128;
-                    if pos < 0 || pos % bd != 0 || pos / bd >= self.in_ext[d] as i128 {
-                        flat = None;
-                        break;
+                    match self.source(d, o[d], k[d]) {
+                        Some(i) => flat = flat.map(|f| f + i * in_str[d]),
+                        None => {
+                            flat = None;
+                            break;
+                        }
                     }
-                    flat = flat.map(|f| f + (pos / bd) as usize * in_str[d]);
                 }
                 per_out.push(flat);
                 advance(&mut o, &self.out_ext);
             }
-            res.push(per_out);
+            visit(&per_out)?;
             advance(&mut k, &self.window);
         }
-        res
+        Ok(())
+    }
+
+    /// The input index along `d` that output index `o` reads at window index `k`, unless
+    /// that falls on padding or a base-dilation hole.
+    #[inline]
+    fn source(&self, d: usize, o: usize, k: usize) -> Option<usize> {
+        // In i128 so that no attribute value can overflow.
+        let pos = o as i128 * self.strides[d] as i128 + k as i128 * self.win_dil[d] as i128
+            - i128::from(self.pad_lo[d]);
+        let bd = self.base_dil[d] as i128;
+        if pos < 0 || pos % bd != 0 || pos / bd >= self.in_ext[d] as i128 {
+            return None;
+        }
+        Some((pos / bd) as usize)
+    }
+
+    /// Calls `visit` with the input index along `d` of each window position of output
+    /// index `o` that falls on a real element, in order.
+    #[inline]
+    fn for_each_source(&self, d: usize, o: usize, mut visit: impl FnMut(usize)) {
+        if self.base_dil[d] == 1 && self.small {
+            // Without holes the real positions are the ones inside the input.
+            let start = (o * self.strides[d]) as i64 - self.pad_lo[d];
+            let step = self.win_dil[d] as i64;
+            let n = self.in_ext[d] as i64;
+            for k in 0..self.window[d] as i64 {
+                let pos = start + k * step;
+                if (0..n).contains(&pos) {
+                    visit(pos as usize);
+                }
+            }
+        } else {
+            for k in 0..self.window[d] {
+                if let Some(i) = self.source(d, o, k) {
+                    visit(i);
+                }
+            }
+        }
+    }
+
+    /// True when the window leaves dimension `d` alone: size 1, stride 1, no padding or
+    /// base dilation, so output and input agree along it.
+    fn untouched(&self, d: usize) -> bool {
+        self.window[d] == 1
+            && self.strides[d] == 1
+            && self.pad_lo[d] == 0
+            && self.pad_hi[d] == 0
+            && self.base_dil[d] == 1
+            && self.win_dil[d] == 1
     }
 }
 
@@ -148,16 +229,89 @@ fn advance(idx: &mut [usize], ext: &[usize]) {
     }
 }
 
-/// A literal of `ty` filled with the single element of `init`.
-fn filled(cx: OpCx<'_>, init: &Literal, ty: &TensorType) -> Result<Literal, IrError> {
+/// Checks that `init` is one element of `ty`'s element type.
+fn check_init(cx: OpCx<'_>, init: &Literal, ty: &TensorType) -> Result<(), IrError> {
     if init.ty.num_elements() != Some(1) || init.ty.element_type != ty.element_type {
         return Err(cx.invalid(format!(
             "init value {} must be a scalar of {}",
             init.ty, ty.element_type
         )));
     }
+    Ok(())
+}
+
+/// A literal of `ty` filled with the single element of `init`.
+fn filled(cx: OpCx<'_>, init: &Literal, ty: &TensorType) -> Result<Literal, IrError> {
+    check_init(cx, init, ty)?;
     let n = ty.num_elements().unwrap_or(0);
     Literal::new(ty.clone(), init.data.repeat(n))
+}
+
+/// `reduce_window` of one input with a simple body on typed elements, or `None` when the
+/// element type or the geometry has no typed loop.
+fn typed_reduce_window(
+    geo: &Geometry,
+    kind: &OpKind,
+    input: &Literal,
+    init: &Literal,
+    out_ty: TensorType,
+) -> Option<Result<Literal, IrError>> {
+    let et = input.ty.element_type;
+    if init.ty.element_type != et
+        || out_ty.element_type != et
+        || !geo.small
+        || geo.in_ext.is_empty()
+    {
+        return None;
+    }
+    if !typed_paths_enabled() {
+        return None;
+    }
+    struct Work<'a> {
+        geo: &'a Geometry,
+        input: &'a Literal,
+        init: &'a Literal,
+        out_ty: TensorType,
+    }
+    impl element_fn::Visit for Work<'_> {
+        type Out = Result<Literal, IrError>;
+        fn visit<T: Plain + Send + Sync, F: Fn(T, T) -> T + Copy + Send + Sync>(
+            self,
+            f: F,
+        ) -> Self::Out {
+            let x = view_bytes::<T>(&self.input.data);
+            let init = view_bytes::<T>(&self.init.data)[0];
+            let n = self.out_ty.num_elements().unwrap_or(0);
+            build_overwritten(self.out_ty, n, |out: &mut [T]| {
+                match scan::scan_of(self.geo) {
+                    Some(s) => scan::scan(&s, &x, init, f, out),
+                    None => loops::fold_windows(self.geo, &x, init, f, out),
+                }
+            })
+        }
+    }
+    let work = Work {
+        geo,
+        input,
+        init,
+        out_ty,
+    };
+    element_fn::with_element_fn(kind, et, work)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by tests to compare the typed loops with the general path.
+    static GENERAL_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// False while a test asks for the general path.
+fn typed_paths_enabled() -> bool {
+    #[cfg(test)]
+    if GENERAL_ONLY.with(|g| g.get()) {
+        return false;
+    }
+    true
 }
 
 impl<'m> Interp<'m> {
@@ -184,7 +338,7 @@ impl<'m> Interp<'m> {
             }
         }
         let geo = geometry(cx, &inputs[0].ty.shape, true)?;
-        let mut acc = Vec::with_capacity(n);
+        let mut out_tys = Vec::with_capacity(n);
         for (i, init) in inits.iter().enumerate() {
             let ty = cx.result_tensor(i)?;
             if extents(&ty.shape) != geo.out_ext {
@@ -193,22 +347,35 @@ impl<'m> Interp<'m> {
                     geo.out_ext
                 )));
             }
-            acc.push(filled(cx, init, ty)?);
+            check_init(cx, init, ty)?;
+            out_tys.push(ty);
         }
         let body = classify(region(cx, 0)?, n);
-        for per_out in geo.sources() {
-            let mut dsts = Vec::new();
-            let mut srcs = Vec::new();
+        if let ([input], [init], BodyKind::Simple(kind)) = (&inputs[..], &inits[..], &body.kind) {
+            if let Some(out) = typed_reduce_window(&geo, kind, input, init, out_tys[0].clone()) {
+                return Ok(vec![Value::Tensor(out?)]);
+            }
+        }
+        let mut acc = Vec::with_capacity(n);
+        for (init, ty) in inits.iter().zip(out_tys) {
+            acc.push(filled(cx, init, ty)?);
+        }
+        let mut dsts = Vec::new();
+        let mut srcs = Vec::new();
+        geo.for_each_position(|per_out| {
+            dsts.clear();
+            srcs.clear();
             for (o, s) in per_out.iter().enumerate() {
                 if let Some(s) = s {
                     dsts.push(o);
                     srcs.push(*s);
                 }
             }
-            if !dsts.is_empty() {
-                self.combine_wave(frame, cx, &body, &mut acc, &inputs, &dsts, &srcs)?;
+            if dsts.is_empty() {
+                return Ok(());
             }
-        }
+            self.combine_wave(frame, cx, &body, &mut acc, &inputs, &dsts, &srcs)
+        })?;
         Ok(acc.into_iter().map(Value::Tensor).collect())
     }
 
@@ -239,7 +406,7 @@ impl<'m> Interp<'m> {
         let lanes = lane_safe(select);
         let n_out: usize = geo.out_ext.iter().product();
         let mut selected: Vec<Option<usize>> = vec![None; n_out];
-        for per_out in geo.sources() {
+        geo.for_each_position(|per_out| {
             // Windows with a selection compare it with the new candidate; others take it.
             let mut contested = Vec::new();
             for (o, s) in per_out.iter().enumerate() {
@@ -251,7 +418,7 @@ impl<'m> Interp<'m> {
                 }
             }
             if contested.is_empty() {
-                continue;
+                return Ok(());
             }
             let cur: Vec<usize> = contested.iter().map(|c| c.1).collect();
             let cand: Vec<usize> = contested.iter().map(|c| c.2).collect();
@@ -271,7 +438,8 @@ impl<'m> Interp<'m> {
                     selected[o] = Some(s);
                 }
             }
-        }
+            Ok(())
+        })?;
         let mut dsts = Vec::new();
         let mut srcs = Vec::new();
         for (o, s) in selected.iter().enumerate() {
