@@ -135,11 +135,13 @@ pub(crate) fn handles(kind: &OpKind) -> bool {
 }
 
 impl<'m> Interp<'m> {
-    /// Evaluates one op of the kinds [`handles`] accepts.
+    /// Evaluates one op of the kinds [`handles`] accepts; `scatter` may move its inputs in
+    /// `moves` (last uses) out of the table and update them in place.
     pub(super) fn exec_body_op(
         &mut self,
         frame: &mut Frame<'m>,
         cx: OpCx<'m>,
+        moves: &[crate::ValueId],
     ) -> Result<Vec<Value>, IrError> {
         use OpKind as K;
         let tensors = |frame: &Frame<'m>, n: usize| -> Result<Vec<Literal>, IrError> {
@@ -156,7 +158,7 @@ impl<'m> Interp<'m> {
                 let a = tensors(frame, 2)?;
                 single(gather_scatter::gather(cx, &a[0], &a[1])?)
             }
-            K::Scatter => self.exec_scatter(frame, cx)?,
+            K::Scatter => self.exec_scatter(frame, cx, moves)?,
             K::Sort => self.exec_sort(frame, cx)?,
             K::ChloTopK => {
                 let a = tensors(frame, 1)?;

@@ -5,12 +5,24 @@
 //! `base[batch] + offset[window]`, so each part is computed once and the element loop only
 //! adds. Gather clamps start indices so the whole slice stays in bounds (as the spec says);
 //! scatter skips every update whose window would leave the operand (as XLA does).
+//!
+//! The common JAX patterns (`emb[idx]`, `x.at[idx].add(v)`, `a.at[i:j, k:l].set(v)`) put
+//! the window dimensions last in the result or updates, so each batch position reads or
+//! writes one window: a few runs of contiguous elements. Those run as block copies, and a
+//! scatter combines each run in place with the same element kernels as `add`, `maximum`,
+//! ... (updates in the general path's order, so repeated indices combine alike), on the
+//! input's own bytes when this is its last use. Other layouts and bodies take the general
+//! element-by-element path.
 
 use super::body::classify;
+use super::body::BodyKind;
 use super::context::{extents, strides, OpCx};
 use super::element::{decode, Scalar};
-use super::{tensor_operand, Frame, Interp, Value};
-use crate::{IrError, Literal};
+use super::elementwise::{float_zip, int_zip};
+use super::shape::fast_paths;
+use super::typed::Plain;
+use super::{take_operands, tensor_operand, Frame, Interp, Value};
+use crate::{ElementType, IrError, Literal, OpKind, ValueId};
 
 /// Index values of an integer tensor, widened.
 fn index_values(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<i128>, IrError> {
@@ -48,8 +60,17 @@ fn distinct_dims(
 struct Batches {
     /// Extents of the batch dims, in order.
     shape: Vec<usize>,
-    /// Per batch position, one start coordinate per operand dim.
-    starts: Vec<Vec<i128>>,
+    /// Per batch position, one start coordinate per operand dim (`rank` each).
+    starts: Vec<i128>,
+    /// The operand rank.
+    rank: usize,
+}
+
+impl Batches {
+    /// The start coordinates of every batch position, in order.
+    fn each(&self) -> impl Iterator<Item = &[i128]> {
+        self.starts.chunks_exact(self.rank.max(1))
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -98,7 +119,8 @@ fn batch_starts(
     let shape: Vec<usize> = batch_dims.iter().map(|&d| idx_ext[d]).collect();
     let n_batch: usize = shape.iter().product();
     let values = index_values(cx, indices)?;
-    let mut starts = Vec::with_capacity(n_batch);
+    let rank = operand_shape.len();
+    let mut starts = Vec::with_capacity(n_batch * rank.max(1));
     let mut pos = vec![0usize; shape.len()];
     for _ in 0..n_batch {
         let base: usize = batch_dims
@@ -106,7 +128,9 @@ fn batch_starts(
             .zip(&pos)
             .map(|(&d, &p)| p * idx_str[d])
             .sum();
-        let mut start = vec![0i128; operand_shape.len()];
+        let at_start = starts.len();
+        starts.resize(at_start + rank.max(1), 0);
+        let start = &mut starts[at_start..];
         for (k, &d) in start_map.iter().enumerate() {
             let at = if ivd < idx_rank {
                 base + k * idx_str[ivd]
@@ -118,7 +142,6 @@ fn batch_starts(
         for (&ob, &bp) in operand_batching.iter().zip(&batching_pos) {
             start[ob] = pos[bp] as i128;
         }
-        starts.push(start);
         for d in (0..pos.len()).rev() {
             pos[d] += 1;
             if pos[d] < shape[d] {
@@ -127,7 +150,11 @@ fn batch_starts(
             pos[d] = 0;
         }
     }
-    Ok(Batches { shape, starts })
+    Ok(Batches {
+        shape,
+        starts,
+        rank,
+    })
 }
 
 /// Splits every position of `out_shape` into (batch linear index, window linear index),
@@ -211,6 +238,215 @@ fn window_offsets(
     res
 }
 
+/// True when `dims` are the last `dims.len()` of `rank` dimensions, in order: then each
+/// batch position's window is one contiguous block of the result (or updates).
+fn trails(dims: &[usize], rank: usize) -> bool {
+    let first = rank.wrapping_sub(dims.len());
+    dims.iter()
+        .enumerate()
+        .all(|(i, &d)| d == first.wrapping_add(i))
+}
+
+/// Where a window's elements lie in the operand, relative to its first element: runs of
+/// `run` contiguous elements starting at each of `starts`, in the window's row-major order.
+struct WindowRuns {
+    run: usize,
+    starts: Vec<usize>,
+}
+
+impl WindowRuns {
+    /// The runs of a window with extents `win_ext` over operand dims `win_operand_dims`:
+    /// trailing window dims merge into one run while each steps through the operand by the
+    /// length of the run so far (the operand's innermost dims, all but the outermost of
+    /// them covered whole).
+    fn new(win_ext: &[usize], win_operand_dims: &[usize], operand_strides: &[usize]) -> Self {
+        let mut run = 1;
+        let mut k = win_ext.len();
+        while k > 0 && operand_strides[win_operand_dims[k - 1]] == run {
+            run *= win_ext[k - 1];
+            k -= 1;
+        }
+        let starts = window_offsets(&win_ext[..k], &win_operand_dims[..k], operand_strides);
+        WindowRuns { run, starts }
+    }
+
+    /// The elements of the window at each of `bases` (flat operand positions) in turn, as
+    /// one block copy per run; `None` when a run leaves `src`.
+    fn gather(&self, src: &[u8], esize: usize, bases: &[usize]) -> Option<Vec<u8>> {
+        let bytes = self.run * esize;
+        if bytes == 0 || bases.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut data = super::pool::take_empty(bases.len() * self.starts.len() * bytes);
+        for &base in bases {
+            for &start in &self.starts {
+                let at = (base + start) * esize;
+                data.extend_from_slice(src.get(at..at + bytes)?);
+            }
+        }
+        Some(data)
+    }
+}
+
+impl WindowRuns {
+    /// Scatters `update` (batch positions in order, each window whole) into `inputs[0]`
+    /// at `bases` (`None`: the window leaves the input and is dropped) with a body that
+    /// replaces or combines by one op, run by run in the general path's order (so repeated
+    /// positions combine alike): the result, or `None` (leaving `inputs` as they were) for
+    /// other bodies and element types, which the general path takes.
+    fn scatter(
+        &self,
+        body: &BodyKind,
+        inputs: &mut Vec<Literal>,
+        update: &Literal,
+        bases: &[Option<usize>],
+    ) -> Option<Literal> {
+        let et = inputs.first()?.ty.element_type;
+        if update.ty.element_type != et {
+            return None;
+        }
+        let combine = match body {
+            BodyKind::Replace => None,
+            BodyKind::Simple(kind) if combines(et, kind) => Some(kind),
+            _ => return None,
+        };
+        let input = inputs.pop()?;
+        let ty = input.ty.clone();
+        let mut acc = super::shape::owned_bytes(input);
+        let esize = et.byte_size();
+        let done = match combine {
+            None => self.scatter_copies(&mut acc, &update.data, esize, bases),
+            Some(kind) => self.scatter_combining(et, kind, &mut acc, &update.data, bases),
+        };
+        // The bytes keep their length, so they still fit the type.
+        let lit = Literal {
+            ty,
+            data: acc.into(),
+        };
+        if done {
+            Some(lit)
+        } else {
+            inputs.push(lit);
+            None
+        }
+    }
+
+    /// Copies each run of `update` over its place in `acc`; false, writing nothing, when a
+    /// run does not fit.
+    fn scatter_copies(
+        &self,
+        acc: &mut [u8],
+        update: &[u8],
+        esize: usize,
+        bases: &[Option<usize>],
+    ) -> bool {
+        if !self.fits(acc.len(), update.len(), esize, bases) {
+            return false;
+        }
+        let bytes = self.run * esize;
+        let runs = update.chunks_exact(bytes.max(1));
+        let places = bases
+            .iter()
+            .flat_map(|b| self.starts.iter().map(move |&s| (b, s)));
+        for ((base, start), src) in places.zip(runs) {
+            if let Some(base) = base {
+                let at = (base + start) * esize;
+                acc[at..at + bytes].copy_from_slice(src);
+            }
+        }
+        true
+    }
+
+    /// Whether every run lies inside an input of `acc_len` bytes and `update` (of
+    /// `update_len` bytes) holds exactly one window per base.
+    fn fits(
+        &self,
+        acc_len: usize,
+        update_len: usize,
+        esize: usize,
+        bases: &[Option<usize>],
+    ) -> bool {
+        let window = self.run * self.starts.len() * esize;
+        let last = self.starts.iter().max().map_or(0, |&s| s + self.run);
+        update_len == window * bases.len()
+            && bases
+                .iter()
+                .flatten()
+                .all(|&b| self.run == 0 || (b + last) * esize <= acc_len)
+    }
+
+    /// Combines each run of `update` into its place in `acc` by `kind` (the element kernels
+    /// of the elementwise op: `acc = kind(acc, update)`); false, writing nothing, when a
+    /// run does not fit or `acc` cannot be viewed as elements of `et`.
+    fn scatter_combining(
+        &self,
+        et: ElementType,
+        kind: &OpKind,
+        acc: &mut [u8],
+        update: &[u8],
+        bases: &[Option<usize>],
+    ) -> bool {
+        if !self.fits(acc.len(), update.len(), et.byte_size(), bases) {
+            return false;
+        }
+        use ElementType as E;
+        match et {
+            E::F32 => self.combine_runs(float_zip::<f32>, kind, acc, update, bases),
+            E::F64 => self.combine_runs(float_zip::<f64>, kind, acc, update, bases),
+            E::S8 => self.combine_runs(int_zip::<i8>, kind, acc, update, bases),
+            E::S16 => self.combine_runs(int_zip::<i16>, kind, acc, update, bases),
+            E::S32 => self.combine_runs(int_zip::<i32>, kind, acc, update, bases),
+            E::S64 => self.combine_runs(int_zip::<i64>, kind, acc, update, bases),
+            E::U8 => self.combine_runs(int_zip::<u8>, kind, acc, update, bases),
+            E::U16 => self.combine_runs(int_zip::<u16>, kind, acc, update, bases),
+            E::U32 => self.combine_runs(int_zip::<u32>, kind, acc, update, bases),
+            E::U64 => self.combine_runs(int_zip::<u64>, kind, acc, update, bases),
+            _ => false,
+        }
+    }
+
+    /// [`Self::scatter_combining`] on elements of `T`, with `zip(kind, out, a, b)` the
+    /// elementwise kernel; each run's old values go through a small buffer, as the kernel
+    /// writes a slice other than the ones it reads.
+    fn combine_runs<T: Plain>(
+        &self,
+        zip: impl Fn(&OpKind, &mut [T], &[T], &[T]) -> bool,
+        kind: &OpKind,
+        acc: &mut [u8],
+        update: &[u8],
+        bases: &[Option<usize>],
+    ) -> bool {
+        if !cfg!(target_endian = "little") {
+            return false;
+        }
+        let Ok(acc) = bytemuck::try_cast_slice_mut::<u8, T>(acc) else {
+            return false;
+        };
+        if self.run == 0 {
+            return true;
+        }
+        let update = super::typed::view_bytes::<T>(update);
+        let mut old = vec![T::default(); self.run];
+        let runs = update.chunks_exact(self.run);
+        let places = bases
+            .iter()
+            .flat_map(|b| self.starts.iter().map(move |&s| (b, s)));
+        for ((base, start), src) in places.zip(runs) {
+            if let Some(base) = base {
+                let dst = &mut acc[base + start..base + start + self.run];
+                old.copy_from_slice(dst);
+                zip(kind, dst, &old, src);
+            }
+        }
+        true
+    }
+}
+
+/// Whether the elementwise kernels ([`float_zip`], [`int_zip`]) cover `kind` on `et`.
+fn combines(et: ElementType, kind: &OpKind) -> bool {
+    super::elementwise::zip_bytes(et, kind, &mut [], &[], &[])
+}
+
 /// Evaluates `gather`.
 pub(crate) fn gather(
     cx: OpCx<'_>,
@@ -291,8 +527,7 @@ pub(crate) fn gather(
         )));
     }
     let bases: Vec<usize> = batches
-        .starts
-        .iter()
+        .each()
         .map(|start| {
             (0..rank)
                 .map(|d| {
@@ -307,8 +542,15 @@ pub(crate) fn gather(
                 .sum()
         })
         .collect();
-    let offsets = window_offsets(&win_ext, &win_operand_dims, &op_str);
     let esize = operand.ty.element_type.byte_size();
+    if fast_paths() && trails(&offset_dims, out_rank) {
+        let runs = WindowRuns::new(&win_ext, &win_operand_dims, &op_str);
+        let data = runs
+            .gather(&operand.data, esize, &bases)
+            .ok_or_else(|| cx.invalid("a gathered element lies outside the operand"))?;
+        return Literal::new(out_ty.clone(), data);
+    }
+    let offsets = window_offsets(&win_ext, &win_operand_dims, &op_str);
     let mut data = Vec::with_capacity(out_ty.byte_size().unwrap_or(0));
     let mut ok = true;
     for_each_split(&out_ext, &offset_dims, |b, w| {
@@ -325,11 +567,13 @@ pub(crate) fn gather(
 }
 
 impl<'m> Interp<'m> {
-    /// Evaluates `scatter` with any number of inputs and any update body.
+    /// Evaluates `scatter` with any number of inputs and any update body; inputs in `moves`
+    /// (last uses) are updated in place.
     pub(super) fn exec_scatter(
         &mut self,
         frame: &mut Frame<'m>,
         cx: OpCx<'m>,
+        moves: &[ValueId],
     ) -> Result<Vec<Value>, IrError> {
         let n_operands = cx.op.operands.len();
         if n_operands < 3 || n_operands.is_multiple_of(2) {
@@ -337,9 +581,15 @@ impl<'m> Interp<'m> {
         }
         let n = n_operands / 2;
         cx.expect_results(n)?;
-        let mut lits = Vec::with_capacity(n_operands);
         for &id in &cx.op.operands {
-            lits.push(tensor_operand(frame, cx, id)?.clone());
+            tensor_operand(frame, cx, id)?;
+        }
+        let mut lits = Vec::with_capacity(n_operands);
+        for value in take_operands(frame, cx.op, moves) {
+            match value {
+                Value::Tensor(lit) => lits.push(lit),
+                _ => return Err(cx.invalid("operands must be tensors")),
+            }
         }
         let updates = lits.split_off(n + 1);
         let indices = lits.pop().ok_or_else(|| cx.invalid("missing indices"))?;
@@ -410,8 +660,7 @@ impl<'m> Interp<'m> {
         }
         // A batch position whose window leaves the input is skipped entirely.
         let bases: Vec<Option<usize>> = batches
-            .starts
-            .iter()
+            .each()
             .map(|start| {
                 let mut base = 0usize;
                 for d in 0..rank {
@@ -424,6 +673,13 @@ impl<'m> Interp<'m> {
                 Some(base)
             })
             .collect();
+        let body = classify(super::body::region(cx, 0)?, n);
+        if fast_paths() && n == 1 && trails(&window_dims, upd_rank) {
+            let runs = WindowRuns::new(&win_ext, &win_operand_dims, &in_str);
+            if let Some(lit) = runs.scatter(&body.kind, &mut inputs, &updates[0], &bases) {
+                return Ok(vec![Value::Tensor(lit)]);
+            }
+        }
         let offsets = window_offsets(&win_ext, &win_operand_dims, &in_str);
         let mut dsts = Vec::new();
         let mut srcs = Vec::new();
@@ -435,7 +691,6 @@ impl<'m> Interp<'m> {
             }
             src += 1;
         });
-        let body = classify(super::body::region(cx, 0)?, n);
         self.combine_all(frame, cx, &body, &mut inputs, &updates, &dsts, &srcs)?;
         Ok(inputs.into_iter().map(Value::Tensor).collect())
     }

@@ -36,6 +36,8 @@ mod fft;
 mod gather_scatter;
 mod lapack;
 mod linalg;
+#[cfg(test)]
+mod movement_tests;
 mod plan;
 mod pool;
 pub use pool::return_buffer;
@@ -641,7 +643,10 @@ impl<'m> Interp<'m> {
                         .collect()
                 }
             },
-            k if body::handles(k) => self.exec_body_op(frame, cx)?,
+            k if body::handles(k) => self.exec_body_op(frame, cx, moves)?,
+            K::DynamicUpdateSlice if op.operands.first().is_some_and(|v| moves.contains(v)) => {
+                vec![Value::Tensor(exec_dynamic_update_slice(frame, cx, moves)?)]
+            }
             k if collective::handles(k) => self.exec_collective(frame, cx)?,
             K::Tuple => vec![Value::Tuple(
                 op.operands
@@ -741,6 +746,32 @@ fn exec_tensor_op(frame: &mut Frame<'_>, op: &Op) -> Result<(), IrError> {
     drop(args);
     cx.expect_results(1)?;
     set_value(frame, op.results[0], Value::Tensor(result))
+}
+
+/// Runs `dynamic_update_slice` at its operand's last use: the operand moves out of the
+/// table, so the update is written into its bytes instead of a copy of them.
+fn exec_dynamic_update_slice(
+    frame: &mut Frame<'_>,
+    cx: OpCx<'_>,
+    moves: &[ValueId],
+) -> Result<Literal, IrError> {
+    if cx.op.operands.len() < 2 {
+        return Err(cx.invalid("expects an operand and an update"));
+    }
+    for &id in &cx.op.operands {
+        tensor_operand(frame, cx, id)?;
+    }
+    let mut args = take_operands(frame, cx.op, moves)
+        .into_iter()
+        .map(|v| match v {
+            Value::Tensor(lit) => Ok(lit),
+            _ => Err(cx.invalid("operands must be tensors")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rest = args.split_off(1);
+    let x = args.pop().ok_or_else(|| cx.invalid("expects an operand"))?;
+    let starts: Vec<&Literal> = rest[1..].iter().collect();
+    shape::dynamic_update_slice(cx, x, &rest[0], &starts)
 }
 
 /// The tensor values of a group's `inputs` (`what` names the group in errors).
@@ -887,7 +918,7 @@ fn tensor_op(cx: OpCx<'_>, args: &[&Literal]) -> Result<Literal, IrError> {
             if args.len() < 2 {
                 return Err(cx.invalid("expects an operand and an update"));
             }
-            shape::dynamic_update_slice(cx, args[0], args[1], &args[2..])?
+            shape::dynamic_update_slice(cx, args[0].clone(), args[1], &args[2..])?
         }
         K::Concatenate => shape::concatenate(cx, args)?,
         K::Pad => {

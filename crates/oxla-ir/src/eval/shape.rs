@@ -15,8 +15,39 @@ fn internal(detail: &str) -> IrError {
     }
 }
 
+/// Whether the fast paths of this module and `gather_scatter` may run. Tests switch them
+/// off ([`with_general_paths`]) to compare them with the general paths they stand for.
+pub(crate) fn fast_paths() -> bool {
+    #[cfg(test)]
+    {
+        !GENERAL_ONLY.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    static GENERAL_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the fast paths of the data-movement ops switched off on this thread.
+#[cfg(test)]
+pub(crate) fn with_general_paths<R>(f: impl FnOnce() -> R) -> R {
+    GENERAL_ONLY.with(|g| g.set(true));
+    let r = f();
+    GENERAL_ONLY.with(|g| g.set(false));
+    r
+}
+
 /// Copies the elements of `src` visited by an index space of extents `out`, where index
 /// `i` reads element `offset + sum(i[k] * strides[k])` (strides may be 0 or negative).
+///
+/// Dimensions that step through the source as one are merged first, so each row is as long
+/// as the layout allows; a row is then one `memcpy` (stride 1), one fill (stride 0, a
+/// broadcast) or one reversed copy (stride -1, `reverse`).
 pub(crate) fn strided_copy(
     src: &[u8],
     esize: usize,
@@ -25,43 +56,37 @@ pub(crate) fn strided_copy(
     offset: isize,
 ) -> Result<Vec<u8>, IrError> {
     let n: usize = out.iter().product();
-    let mut res = super::pool::take_empty(n * esize);
-    if n == 0 {
-        return Ok(res);
+    if n == 0 || esize == 0 {
+        return Ok(Vec::new());
     }
-    let read = |res: &mut Vec<u8>, pos: isize, count: usize| -> Result<(), IrError> {
-        let start = usize::try_from(pos).map_err(|_| internal("negative source index"))? * esize;
-        let bytes = src
-            .get(start..start + count * esize)
-            .ok_or_else(|| internal("source index out of range"))?;
-        res.extend_from_slice(bytes);
-        Ok(())
+    let fast = fast_paths();
+    let (out, strides) = if fast {
+        merge_dims(out, strides)
+    } else {
+        (out.to_vec(), strides.to_vec())
     };
+    let mut res = super::pool::take_for_overwrite(n * esize);
     let rank = out.len();
-    if rank == 0 {
-        read(&mut res, offset, 1)?;
-        return Ok(res);
-    }
-    let inner = out[rank - 1];
-    let inner_stride = strides[rank - 1];
+    let (inner, inner_stride) = if rank == 0 {
+        (1, 1)
+    } else {
+        (out[rank - 1], strides[rank - 1])
+    };
     let mut idx = vec![0usize; rank];
     let mut base = offset;
-    loop {
-        if inner_stride == 1 {
-            read(&mut res, base, inner)?;
-        } else {
-            // The row's first and last source elements bound all of it.
-            let last = base + (inner as isize - 1) * inner_stride;
-            usize::try_from(base.min(last)).map_err(|_| internal("negative source index"))?;
-            let hi =
-                usize::try_from(base.max(last)).map_err(|_| internal("negative source index"))?;
-            if (hi + 1) * esize > src.len() {
-                return Err(internal("source index out of range"));
-            }
-            let start = res.len();
-            res.resize(start + inner * esize, 0);
-            let row = &mut res[start..];
-            match esize {
+    for row in res.chunks_exact_mut(inner * esize) {
+        // The row's first and last source elements bound all of it.
+        let last = base + (inner as isize - 1) * inner_stride;
+        let lo = usize::try_from(base.min(last)).map_err(|_| internal("negative source index"))?;
+        let hi = usize::try_from(base.max(last)).map_err(|_| internal("negative source index"))?;
+        let span = src
+            .get(lo * esize..(hi + 1) * esize)
+            .ok_or_else(|| internal("source index out of range"))?;
+        match inner_stride {
+            1 => row.copy_from_slice(span),
+            0 if fast => fill_elements(row, span),
+            -1 if fast => reverse_elements(span, row, esize),
+            _ => match esize {
                 4 => gather::<4>(src, row, base, inner_stride),
                 8 => gather::<8>(src, row, base, inner_stride),
                 2 => gather::<2>(src, row, base, inner_stride),
@@ -72,14 +97,9 @@ pub(crate) fn strided_copy(
                         out.copy_from_slice(&src[p..p + esize]);
                     }
                 }
-            }
+            },
         }
-        let mut d = rank - 1;
-        loop {
-            if d == 0 {
-                return Ok(res);
-            }
-            d -= 1;
+        for d in (0..rank.saturating_sub(1)).rev() {
             idx[d] += 1;
             base += strides[d];
             if idx[d] < out[d] {
@@ -88,6 +108,94 @@ pub(crate) fn strided_copy(
             base -= strides[d] * out[d] as isize;
             idx[d] = 0;
         }
+    }
+    Ok(res)
+}
+
+/// Merges adjacent dimensions that step through the source as one (`strides[d] ==
+/// strides[d + 1] * out[d + 1]`, negative strides included) and drops dimensions of extent
+/// 1; the index space visits the same elements in the same order.
+fn merge_dims(out: &[usize], strides: &[isize]) -> (Vec<usize>, Vec<isize>) {
+    let mut ext: Vec<usize> = Vec::with_capacity(out.len());
+    let mut st: Vec<isize> = Vec::with_capacity(out.len());
+    for (&e, &s) in out.iter().zip(strides) {
+        if e == 1 {
+            continue;
+        }
+        match (ext.last_mut(), st.last_mut()) {
+            (Some(pe), Some(ps)) if *ps == s * e as isize => {
+                *pe *= e;
+                *ps = s;
+            }
+            _ => {
+                ext.push(e);
+                st.push(s);
+            }
+        }
+    }
+    (ext, st)
+}
+
+/// Fills `dst` (a whole number of elements) with copies of the one element `value`: a
+/// `memset` when its bytes are all alike, otherwise copies of a block built by doubling.
+pub(crate) fn fill_elements(dst: &mut [u8], value: &[u8]) {
+    let esize = value.len();
+    if esize == 0 || dst.is_empty() {
+        return;
+    }
+    if value.iter().all(|&b| b == value[0]) {
+        dst.fill(value[0]);
+        return;
+    }
+    // A block of whole elements that stays in the first cache level.
+    let block = (4096 / esize).max(1) * esize;
+    let first = block.min(dst.len());
+    dst[..esize].copy_from_slice(value);
+    let mut filled = esize;
+    while filled < first {
+        let n = filled.min(first - filled);
+        dst.copy_within(..n, filled);
+        filled += n;
+    }
+    let (head, rest) = dst.split_at_mut(first);
+    for chunk in rest.chunks_mut(first) {
+        chunk.copy_from_slice(&head[..chunk.len()]);
+    }
+}
+
+/// Writes the elements of `src` to `dst` in reverse order (`esize` bytes each).
+fn reverse_elements(src: &[u8], dst: &mut [u8], esize: usize) {
+    match esize {
+        4 => reverse_typed::<u32>(src, dst),
+        8 => reverse_typed::<u64>(src, dst),
+        2 => reverse_typed::<u16>(src, dst),
+        1 => reverse_typed::<u8>(src, dst),
+        _ => {
+            for (o, i) in dst
+                .chunks_exact_mut(esize)
+                .zip(src.chunks_exact(esize).rev())
+            {
+                o.copy_from_slice(i);
+            }
+        }
+    }
+}
+
+/// [`reverse_elements`] on elements of `T`'s size: as `T` slices (which vectorizes) when
+/// both are aligned for it, element by element otherwise.
+fn reverse_typed<T: bytemuck::Pod>(src: &[u8], dst: &mut [u8]) {
+    if let (Ok(s), Ok(d)) = (
+        bytemuck::try_cast_slice::<u8, T>(src),
+        bytemuck::try_cast_slice_mut::<u8, T>(dst),
+    ) {
+        for (o, &i) in d.iter_mut().zip(s.iter().rev()) {
+            *o = i;
+        }
+        return;
+    }
+    let size = std::mem::size_of::<T>();
+    for (o, i) in dst.chunks_exact_mut(size).zip(src.chunks_exact(size).rev()) {
+        o.copy_from_slice(i);
     }
 }
 
@@ -486,10 +594,21 @@ pub(crate) fn dynamic_slice(
     Literal::new(TensorType::new(shape, x.ty.element_type), data)
 }
 
-/// Evaluates `dynamic_update_slice` (start indices clamped into range).
+/// The bytes of `lit` for writing: its own when nothing else shares them (a value at its
+/// last use), otherwise a copy in a buffer of the thread's cache.
+pub(crate) fn owned_bytes(lit: Literal) -> Vec<u8> {
+    std::sync::Arc::try_unwrap(lit.data).unwrap_or_else(|shared| {
+        let mut bytes = super::pool::take_empty(shared.len());
+        bytes.extend_from_slice(&shared);
+        bytes
+    })
+}
+
+/// Evaluates `dynamic_update_slice` (start indices clamped into range), writing into the
+/// operand's own bytes when nothing else shares them.
 pub(crate) fn dynamic_update_slice(
     cx: OpCx<'_>,
-    x: &Literal,
+    x: Literal,
     update: &Literal,
     starts: &[&Literal],
 ) -> Result<Literal, IrError> {
@@ -502,9 +621,10 @@ pub(crate) fn dynamic_update_slice(
     let esize = x.ty.element_type.byte_size();
     let n_up: usize = up_ext.iter().product();
     if n_up == 0 {
-        return Ok(x.clone());
+        return Ok(x);
     }
-    let mut out = x.data.to_vec();
+    let ty = x.ty.clone();
+    let mut out = owned_bytes(x);
     let rank = ext.len();
     let st = strides(&ext);
     let inner = if rank == 0 { 1 } else { up_ext[rank - 1] };
@@ -529,7 +649,7 @@ pub(crate) fn dynamic_update_slice(
             .ok_or_else(|| internal("operand index out of range"))?
             .copy_from_slice(bytes);
     }
-    Literal::new(x.ty.clone(), out)
+    Literal::new(ty, out)
 }
 
 /// Evaluates `concatenate`.
@@ -592,7 +712,6 @@ pub(crate) fn pad(cx: OpCx<'_>, x: &Literal, value: &Literal) -> Result<Literal,
         out_shape.push(size);
     }
     let et = x.ty.element_type;
-    let esize = et.byte_size();
     let ty = TensorType::new(out_shape.clone(), et);
     if ty
         .byte_size()
@@ -600,9 +719,29 @@ pub(crate) fn pad(cx: OpCx<'_>, x: &Literal, value: &Literal) -> Result<Literal,
     {
         return Err(cx.unsupported(format!("padded type {ty} is too large")));
     }
-    let n_out = ty.num_elements().unwrap_or(0);
-    let mut out = value.data.repeat(n_out);
-    let out_st = strides(&extents(&out_shape));
+    let data = if fast_paths() {
+        pad_rows(x, &value.data, &lo, &interior, &out_shape)
+    } else {
+        pad_elements(x, &value.data, &lo, &interior, &out_shape)
+    };
+    Literal::new(ty, data)
+}
+
+/// `pad` element by element: the output filled with the padding value, then each input
+/// element that lands inside it copied to its place.
+fn pad_elements(
+    x: &Literal,
+    value: &[u8],
+    lo: &[i64],
+    interior: &[i64],
+    out_shape: &[i64],
+) -> Vec<u8> {
+    let rank = x.ty.rank();
+    let esize = x.ty.element_type.byte_size();
+    let in_ext = extents(&x.ty.shape);
+    let n_out: usize = extents(out_shape).iter().product();
+    let mut out = value.repeat(n_out);
+    let out_st = strides(&extents(out_shape));
     let n_in: usize = in_ext.iter().product();
     let in_st = strides(&in_ext);
     'elements: for i in 0..n_in {
@@ -617,7 +756,133 @@ pub(crate) fn pad(cx: OpCx<'_>, x: &Literal, value: &Literal) -> Result<Literal,
         }
         out[dst * esize..(dst + 1) * esize].copy_from_slice(&x.data[i * esize..(i + 1) * esize]);
     }
-    Literal::new(ty, out)
+    out
+}
+
+/// One dimension of a padding: input extent, output extent, low edge padding (negative
+/// crops) and the step between input elements in the output (interior padding + 1).
+#[derive(Clone, Copy)]
+struct PadDim {
+    input: usize,
+    output: usize,
+    lo: i64,
+    step: i64,
+}
+
+impl PadDim {
+    /// The input index that lands at output position `pos`, if any.
+    fn source(&self, pos: usize) -> Option<usize> {
+        let q = pos as i64 - self.lo;
+        (q >= 0 && q % self.step == 0 && q / self.step < self.input as i64)
+            .then(|| (q / self.step) as usize)
+    }
+
+    /// The input indices that land inside the output, as a range.
+    fn kept(&self) -> std::ops::Range<usize> {
+        if self.output == 0 {
+            return 0..0;
+        }
+        // The smallest i with lo + i * step >= 0, and one past the largest with
+        // lo + i * step < output.
+        let first = if self.lo >= 0 {
+            0
+        } else {
+            (-self.lo + self.step - 1) / self.step
+        };
+        let end = (self.output as i64 - 1 - self.lo).div_euclid(self.step) + 1;
+        let end = end.clamp(0, self.input as i64);
+        let first = first.min(end);
+        first as usize..end as usize
+    }
+}
+
+/// `pad` by output rows (the last dimension, after merging trailing unpadded dimensions
+/// into it): each row is appended once, either all padding or the padding around the
+/// elements of one input row, so every output byte is written once.
+fn pad_rows(x: &Literal, value: &[u8], lo: &[i64], interior: &[i64], out_shape: &[i64]) -> Vec<u8> {
+    let esize = x.ty.element_type.byte_size();
+    let n_out: usize = extents(out_shape).iter().product();
+    let mut dims: Vec<PadDim> = extents(&x.ty.shape)
+        .iter()
+        .zip(out_shape)
+        .zip(lo.iter().zip(interior))
+        .map(|((&input, &output), (&lo, &interior))| PadDim {
+            input,
+            output: output as usize,
+            lo,
+            step: interior + 1,
+        })
+        .collect();
+    // An unpadded last dimension joins the one before it when that one has no interior
+    // padding: its edge padding becomes whole rows of the merged dimension.
+    while dims.len() >= 2 {
+        let [.., outer, inner] = dims.as_slice() else {
+            break;
+        };
+        let unpadded = inner.lo == 0 && inner.step == 1 && inner.input == inner.output;
+        if !unpadded || outer.step != 1 {
+            break;
+        }
+        let (outer, inner) = (*outer, *inner);
+        dims.pop();
+        let merged = dims.last_mut().expect("two dimensions");
+        merged.input = outer.input * inner.input;
+        merged.output = outer.output * inner.output;
+        merged.lo = outer.lo * inner.input as i64;
+    }
+    let mut out = super::pool::take_empty(n_out * esize);
+    if n_out == 0 || esize == 0 {
+        return out;
+    }
+    let Some((row, outer)) = dims.split_last() else {
+        // A scalar pads to itself.
+        out.extend_from_slice(&x.data);
+        return out;
+    };
+    let mut padding_row = vec![0u8; row.output * esize];
+    fill_elements(&mut padding_row, value);
+    let kept = row.kept();
+    let in_strides = strides(&outer.iter().map(|d| d.input).collect::<Vec<_>>());
+    let row_len = row.input;
+    let mut pos = vec![0usize; outer.len()];
+    for _ in 0..n_out / row.output.max(1) {
+        // The input row landing on this output row, if every outer position has one.
+        let source = outer
+            .iter()
+            .zip(&pos)
+            .zip(&in_strides)
+            .try_fold(0usize, |acc, ((d, &p), &st)| Some(acc + d.source(p)? * st));
+        match source {
+            Some(r) if !kept.is_empty() => {
+                let src =
+                    &x.data[(r * row_len + kept.start) * esize..(r * row_len + kept.end) * esize];
+                let first = (row.lo + kept.start as i64 * row.step) as usize;
+                if row.step == 1 {
+                    out.extend_from_slice(&padding_row[..first * esize]);
+                    out.extend_from_slice(src);
+                    let rest = row.output - first - kept.len();
+                    out.extend_from_slice(&padding_row[..rest * esize]);
+                } else {
+                    let start = out.len();
+                    out.extend_from_slice(&padding_row);
+                    let step = row.step as usize * esize;
+                    let dst = out[start + first * esize..].chunks_mut(step);
+                    for (o, v) in dst.zip(src.chunks_exact(esize)) {
+                        o[..esize].copy_from_slice(v);
+                    }
+                }
+            }
+            _ => out.extend_from_slice(&padding_row),
+        }
+        for d in (0..pos.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < outer[d].output {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    out
 }
 
 /// Evaluates `reverse`.
