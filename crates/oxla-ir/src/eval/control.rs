@@ -161,6 +161,11 @@ impl<'m> Interp<'m> {
             literals.push(tensor_operand(frame, cx, id)?.clone());
         }
         let inits = literals.split_off(n);
+        if let Some(ext) = reduce::arg_extremum_body(body) {
+            if let Some(res) = reduce::reduce_arg_extremum(cx, ext, &literals, &inits)? {
+                return Ok(res.into_iter().map(Value::Tensor).collect());
+            }
+        }
         let lanes = reduce::lane_safe(body);
         let mut call_body = |args: Vec<Literal>| -> Result<Vec<Literal>, IrError> {
             let values = args.into_iter().map(Value::Tensor).collect();

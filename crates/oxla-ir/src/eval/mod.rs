@@ -45,6 +45,7 @@ mod rng;
 mod rows;
 mod small_loop;
 mod sort;
+mod sort_keys;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]
@@ -612,13 +613,15 @@ impl<'m> Interp<'m> {
                 let native = match op.operands.as_slice() {
                     [id] => match operand(frame, cx, *id)? {
                         Value::Tensor(x) => elementwise::complex_composite(cx, x)
-                            .or_else(|| special::native_composite(cx, x)),
+                            .or_else(|| special::native_composite(cx, x))
+                            .map(|r| r.map(|lit| vec![lit]))
+                            .or_else(|| topk::top_k_composite(cx, x)),
                         _ => None,
                     },
                     _ => None,
                 };
                 match native {
-                    Some(result) => vec![Value::Tensor(result?)],
+                    Some(results) => results?.into_iter().map(Value::Tensor).collect(),
                     None => self.exec_call(frame, cx, "decomposition", moves)?,
                 }
             }

@@ -5,6 +5,10 @@
 //! contiguous row of `K` kept elements into `K` accumulators. The general path calls the
 //! body once per step on whole rows ("lanes") when the body is purely elementwise, and once
 //! per element pair otherwise.
+//!
+//! The (value, index) body JAX emits for `argmax`/`argmin` runs as a typed loop
+//! ([`reduce_arg_extremum`]) that makes the general path's choices in its order, reading
+//! rows in place when the reduced dimensions are the trailing ones.
 
 use super::context::{extents, OpCx};
 use super::element::{decode, encode, Array};
@@ -695,9 +699,309 @@ pub(crate) fn reduce_general(
         .collect()
 }
 
+/// Which element an argmax/argmin body keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Extremum {
+    Max,
+    Min,
+}
+
+/// Recognises the body JAX emits for `argmax`/`argmin` over the arguments `(v0, i0, v1,
+/// i1)` (the accumulated value and index, then the element's):
+/// `p = (v0 > v1) or (v0 != v0)` (`<` for argmin), `q = p or (v0 == v1 and i0 < i1)`,
+/// returning `select(p, v0, v1), select(q, i0, i1)`: the larger value, a NaN first,
+/// and of equal values the lower index.
+pub(crate) fn arg_extremum_body(region: &Region) -> Option<Extremum> {
+    use crate::attrs::{ComparisonDirection as D, ComparisonType};
+    use crate::Attribute;
+    let [block] = region.blocks.as_slice() else {
+        return None;
+    };
+    let &[v0, i0, v1, i1] = block.arguments.as_slice() else {
+        return None;
+    };
+    let def = |v: ValueId, kind: OpKind| {
+        block
+            .ops
+            .iter()
+            .find(|o| o.results == [v])
+            .filter(|o| o.kind == kind && o.regions.is_empty())
+    };
+    let pair = |v: ValueId, kind: OpKind| -> Option<[ValueId; 2]> {
+        def(v, kind)?.operands.as_slice().try_into().ok()
+    };
+    // `compare dir a b` (not in total order), as (dir, a, b).
+    let compare = |v: ValueId| {
+        let op = def(v, OpKind::Compare)?;
+        let Some(Attribute::ComparisonDirection(dir)) = op.attr("comparison_direction") else {
+            return None;
+        };
+        let total = matches!(
+            op.attr("compare_type"),
+            Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
+        );
+        let [a, b] = op.operands[..] else {
+            return None;
+        };
+        (!total).then_some((*dir, a, b))
+    };
+    let either = |[a, b]: [ValueId; 2], f: &dyn Fn(ValueId, ValueId) -> bool| f(a, b) || f(b, a);
+    let ret = block.ops.last()?;
+    if !matches!(ret.kind, OpKind::Return | OpKind::FuncReturn) {
+        return None;
+    }
+    let &[value, index] = ret.operands.as_slice() else {
+        return None;
+    };
+    let [p, pv0, pv1] = def(value, OpKind::Select)?.operands[..] else {
+        return None;
+    };
+    let [q, qi0, qi1] = def(index, OpKind::Select)?.operands[..] else {
+        return None;
+    };
+    if [pv0, pv1, qi0, qi1] != [v0, v1, i0, i1] {
+        return None;
+    }
+    let mut extremum = None;
+    let keeps_first = |c: ValueId, nan: ValueId| {
+        let ext = match compare(c)? {
+            (D::Gt, a, b) if (a, b) == (v0, v1) => Extremum::Max,
+            (D::Lt, a, b) if (a, b) == (v0, v1) => Extremum::Min,
+            _ => return None,
+        };
+        (compare(nan)? == (D::Ne, v0, v0)).then_some(ext)
+    };
+    let [c, nan] = pair(p, OpKind::Or)?;
+    if let Some(ext) = keeps_first(c, nan).or_else(|| keeps_first(nan, c)) {
+        extremum = Some(ext);
+    }
+    let tie = |and: ValueId| {
+        pair(and, OpKind::And).is_some_and(|ab| {
+            either(ab, &|eq, lt| {
+                matches!(compare(eq), Some((D::Eq, a, b)) if (a, b) == (v0, v1) || (a, b) == (v1, v0))
+                    && compare(lt) == Some((D::Lt, i0, i1))
+            })
+        })
+    };
+    let q_ok = either(pair(q, OpKind::Or)?, &|x, y| x == p && tie(y));
+    extremum.filter(|_| q_ok)
+}
+
+/// Where an argmax/argmin fold took its value or index from: `usize::MAX` for the init
+/// value, else the element's flat position.
+const FROM_INIT: usize = usize::MAX;
+
+/// Folds (value, index) pairs as [`arg_extremum_body`] does, one output per kept position,
+/// over the reduced positions in order; returns where each output's value and index come
+/// from. `rows`: the reduced positions of an output are contiguous (`[kept][reduced]`),
+/// else `[reduced][kept]`.
+#[allow(clippy::too_many_arguments)]
+fn arg_fold<V: Copy + PartialOrd, I: Copy + Ord>(
+    ext: Extremum,
+    values: &[V],
+    indices: &[I],
+    init: (V, I),
+    rows: bool,
+    n_kept: usize,
+    n_reduced: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    #[derive(Clone, Copy)]
+    struct Acc<V, I> {
+        value: V,
+        index: I,
+        value_from: usize,
+        index_from: usize,
+    }
+    #[inline(always)]
+    fn step<V: Copy + PartialOrd, I: Copy + Ord>(
+        max: bool,
+        acc: &mut Acc<V, I>,
+        v: V,
+        i: I,
+        at: usize,
+    ) {
+        let a = acc.value;
+        let better = if max { a > v } else { a < v };
+        #[allow(clippy::eq_op)]
+        let keep_value = better || a != a;
+        let keep_index = keep_value || (a == v && acc.index < i);
+        if !keep_value {
+            acc.value = v;
+            acc.value_from = at;
+        }
+        if !keep_index {
+            acc.index = i;
+            acc.index_from = at;
+        }
+    }
+    let max = ext == Extremum::Max;
+    let start = Acc {
+        value: init.0,
+        index: init.1,
+        value_from: FROM_INIT,
+        index_from: FROM_INIT,
+    };
+    let mut accs = vec![start; n_kept];
+    if rows {
+        for (j, acc) in accs.iter_mut().enumerate() {
+            let base = j * n_reduced;
+            for at in base..base + n_reduced {
+                step(max, acc, values[at], indices[at], at);
+            }
+        }
+    } else {
+        for r in 0..n_reduced {
+            let base = r * n_kept;
+            for (j, acc) in accs.iter_mut().enumerate() {
+                let at = base + j;
+                step(max, acc, values[at], indices[at], at);
+            }
+        }
+    }
+    accs.iter().map(|a| (a.value_from, a.index_from)).unzip()
+}
+
+/// The elements of `src` at `from` (one per output), [`FROM_INIT`] taking `init`'s.
+fn pick_elements(src: &Literal, init: &Literal, from: &[usize]) -> Vec<u8> {
+    let esize = src.ty.element_type.byte_size();
+    let mut out = Vec::with_capacity(from.len() * esize);
+    for &at in from {
+        if at == FROM_INIT {
+            out.extend_from_slice(&init.data[..esize]);
+        } else {
+            out.extend_from_slice(&src.data[at * esize..(at + 1) * esize]);
+        }
+    }
+    out
+}
+
+/// Runs an argmax/argmin reduce (body recognised by [`arg_extremum_body`]) of `inputs`
+/// (values, indices) as a typed fold in the general path's order, giving its results bit
+/// for bit; `None` for element types it does not cover.
+pub(crate) fn reduce_arg_extremum(
+    cx: OpCx<'_>,
+    ext: Extremum,
+    inputs: &[Literal],
+    inits: &[Literal],
+) -> Result<Option<Vec<Literal>>, IrError> {
+    #[cfg(test)]
+    if tests::GENERAL_ONLY.with(std::cell::Cell::get) {
+        return Ok(None);
+    }
+    let ([values, indices], [v_init, i_init]) = (inputs, inits) else {
+        return Ok(None);
+    };
+    let ty = &values.ty;
+    let valid = indices.ty.shape == ty.shape
+        && v_init.ty.element_type == ty.element_type
+        && i_init.ty.element_type == indices.ty.element_type
+        && v_init.ty.num_elements() == Some(1)
+        && i_init.ty.num_elements() == Some(1);
+    if !valid {
+        return Ok(None);
+    }
+    let lay = layout(cx, ty)?;
+    for (i, x) in inputs.iter().enumerate() {
+        let want = TensorType::new(lay.kept_shape.clone(), x.ty.element_type);
+        if *cx.result_tensor(i)? != want {
+            return Ok(None);
+        }
+    }
+    let rank = ty.rank();
+    let n_dims = rank - lay.kept_shape.len();
+    // Reducing the trailing dimensions in order: each output folds one contiguous row.
+    let rows = lay.perm[..n_dims]
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| d == rank - n_dims + i);
+    let (values, indices) = if rows {
+        (values.clone(), indices.clone())
+    } else {
+        (permute(values, &lay.perm)?, permute(indices, &lay.perm)?)
+    };
+    let (n_kept, n_reduced) = (lay.n_kept, lay.n_reduced);
+    macro_rules! with_indices {
+        ($vals:expr, $vinit:expr) => {{
+            let (vals, vinit) = ($vals, $vinit);
+            macro_rules! go {
+                ($it:ty) => {{
+                    let idx = typed::view::<$it>(&indices).expect("index type");
+                    let iinit = typed::view::<$it>(i_init).expect("index type")[0];
+                    Some(arg_fold(
+                        ext,
+                        &vals,
+                        &idx,
+                        (vinit, iinit),
+                        rows,
+                        n_kept,
+                        n_reduced,
+                    ))
+                }};
+            }
+            match indices.ty.element_type {
+                ElementType::S32 => go!(i32),
+                ElementType::S64 => go!(i64),
+                ElementType::U32 => go!(u32),
+                ElementType::U64 => go!(u64),
+                _ => None,
+            }
+        }};
+    }
+    macro_rules! plain {
+        ($vt:ty) => {{
+            let vals = typed::view::<$vt>(&values).expect("value type");
+            let vinit = typed::view::<$vt>(v_init).expect("value type")[0];
+            with_indices!(vals, vinit)
+        }};
+    }
+    use ElementType as E;
+    let from = match ty.element_type {
+        E::F32 => plain!(f32),
+        E::F64 => plain!(f64),
+        E::S8 => plain!(i8),
+        E::S16 => plain!(i16),
+        E::S32 => plain!(i32),
+        E::S64 => plain!(i64),
+        E::U8 => plain!(u8),
+        E::U16 => plain!(u16),
+        E::U32 => plain!(u32),
+        E::U64 => plain!(u64),
+        // Compared as the general path compares them: widened to f32, or as booleans.
+        E::F16 | E::BF16 | E::Pred => match (decode(&values), decode(v_init)) {
+            (Array::F32(v), Array::F32(i)) => with_indices!(v, i[0]),
+            (Array::Pred(v), Array::Pred(i)) => with_indices!(v, i[0]),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some((value_from, index_from)) = from else {
+        return Ok(None);
+    };
+    let out = [
+        (&values, v_init, value_from),
+        (&indices, i_init, index_from),
+    ];
+    out.into_iter()
+        .enumerate()
+        .map(|(i, (src, init, from))| {
+            Literal::new(
+                cx.result_tensor(i)?.clone(),
+                pick_elements(src, init, &from),
+            )
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set to run argmax/argmin bodies through the general path only.
+        pub(super) static GENERAL_ONLY: Cell<bool> = const { Cell::new(false) };
+    }
 
     /// Values full of the cases where a cheap max/min may differ from the exact one: signed
     /// zeros and NaNs, next to ordinary numbers.
@@ -776,6 +1080,131 @@ mod tests {
                         min_op,
                     );
                     assert_eq!(bits(&got), bits(&want), "min {outer}x{reduced}x{inner}");
+                }
+            }
+        }
+    }
+    /// JAX's argmax (`Gt`) or argmin (`Lt`) reduce of `values` with `indices` over `dims`.
+    fn arg_module(
+        values: &Literal,
+        indices: &Literal,
+        inits: (&Literal, &Literal),
+        dims: &[i64],
+        dir: crate::attrs::ComparisonDirection,
+    ) -> crate::Module {
+        use super::super::testing::*;
+        use crate::attrs::ComparisonDirection as D;
+        use crate::Type;
+        let (vet, iet) = (values.ty.element_type, indices.ty.element_type);
+        let types: Vec<Type> = [values, indices, inits.0, inits.1]
+            .iter()
+            .map(|l| Type::Tensor(l.ty.clone()))
+            .collect();
+        let (mut b, p) = FuncBuilder::new(&types);
+        let scalar = |et| t(&[], et);
+        let pred = t(&[], ElementType::Pred);
+        let body = b.region(
+            &[scalar(vet), scalar(iet), scalar(vet), scalar(iet)],
+            |b, a| {
+                let c = b.compare(dir, a[0], a[2], &[]);
+                let nan = b.compare(D::Ne, a[0], a[0], &[]);
+                let keep = b.op(OpKind::Or, &[c, nan], pred.clone(), vec![]);
+                let eq = b.compare(D::Eq, a[0], a[2], &[]);
+                let lt = b.compare(D::Lt, a[1], a[3], &[]);
+                let tie = b.op(OpKind::And, &[eq, lt], pred.clone(), vec![]);
+                let keep_index = b.op(OpKind::Or, &[keep, tie], pred.clone(), vec![]);
+                let v = b.op(OpKind::Select, &[keep, a[0], a[2]], scalar(vet), vec![]);
+                let i = b.op(
+                    OpKind::Select,
+                    &[keep_index, a[1], a[3]],
+                    scalar(iet),
+                    vec![],
+                );
+                vec![v, i]
+            },
+        );
+        let kept: Vec<i64> = (0..values.ty.rank() as i64)
+            .filter(|d| !dims.contains(d))
+            .map(|d| values.ty.shape[d as usize])
+            .collect();
+        let r = b.op_full(
+            OpKind::Reduce,
+            &p,
+            &[t(&kept, vet), t(&kept, iet)],
+            vec![("dimensions", i64s(dims))],
+            vec![body],
+        );
+        b.finish(&r)
+    }
+
+    #[test]
+    fn jax_arg_extremum_bodies_are_recognised() {
+        use crate::attrs::ComparisonDirection as D;
+        let v = super::super::testing::f32s(&[3], &[1.0, 2.0, 3.0]);
+        let i = super::super::testing::i32s(&[3], &[0, 1, 2]);
+        let (vi, ii) = (
+            super::super::testing::f32s(&[], &[0.0]),
+            super::super::testing::i32s(&[], &[0]),
+        );
+        for (dir, want) in [(D::Gt, Extremum::Max), (D::Lt, Extremum::Min)] {
+            let m = arg_module(&v, &i, (&vi, &ii), &[0], dir);
+            let reduce = &m.functions[0].body.blocks[0].ops[0];
+            assert_eq!(arg_extremum_body(&reduce.regions[0]), Some(want));
+        }
+        let m = arg_module(&v, &i, (&vi, &ii), &[0], D::Ge);
+        let reduce = &m.functions[0].body.blocks[0].ops[0];
+        assert_eq!(arg_extremum_body(&reduce.regions[0]), None);
+    }
+
+    #[test]
+    fn arg_extremum_loops_match_the_general_path() {
+        use super::super::sort::tests::random_literal;
+        use crate::attrs::ComparisonDirection as D;
+        use ElementType as E;
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let cases: [(&[i64], &[i64]); 10] = [
+            (&[1], &[0]),
+            (&[40], &[0]),
+            (&[6, 17], &[1]),
+            (&[6, 17], &[0]),
+            (&[4, 5, 3], &[2]),
+            (&[4, 5, 3], &[1, 2]),
+            (&[4, 5, 3], &[0, 2]),
+            (&[4, 5, 3], &[2, 1]),
+            (&[0, 5], &[1]),
+            (&[5, 0], &[1]),
+        ];
+        for vet in [
+            E::F32,
+            E::F64,
+            E::F16,
+            E::BF16,
+            E::S32,
+            E::U8,
+            E::S8,
+            E::Pred,
+        ] {
+            for iet in [E::S32, E::S64, E::U32] {
+                for &(shape, dims) in &cases {
+                    for dir in [D::Gt, D::Lt] {
+                        let values = random_literal(shape, vet, &mut seed);
+                        // Indices with ties; and the inits: a random value, a low index.
+                        let indices = random_literal(shape, iet, &mut seed);
+                        let v_init = random_literal(&[], vet, &mut seed);
+                        let i_init = random_literal(&[], iet, &mut seed);
+                        let m = arg_module(&values, &indices, (&v_init, &i_init), dims, dir);
+                        let args = [values, indices, v_init, i_init];
+                        let fast = crate::eval::run_function(&m, "main", &args).unwrap();
+                        GENERAL_ONLY.with(|g| g.set(true));
+                        let general = crate::eval::run_function(&m, "main", &args);
+                        GENERAL_ONLY.with(|g| g.set(false));
+                        let general = general.unwrap();
+                        let what = format!("{vet:?} {iet:?} {shape:?} over {dims:?} {dir:?}");
+                        for (f, g) in fast.iter().zip(&general) {
+                            assert_eq!(f.ty, g.ty, "{what}");
+                            assert!(f.data == g.data, "{what}");
+                        }
+                    }
                 }
             }
         }

@@ -1,15 +1,18 @@
 //! `sort`: sorts several operands along one dimension with a comparator region.
 //!
 //! The sort dimension is moved innermost, each row is sorted as a permutation of positions,
-//! and the permutation is applied to every operand. Three strategies:
+//! and the permutation is applied to every operand. Four strategies:
+//! - a lexicographic comparison of keys, such as JAX's comparator (which canonicalizes NaN
+//!   and -0 before a total-order compare), sorts typed keys natively (`sort_keys`), giving
+//!   the stable order;
 //! - a comparator that is one `compare` of the two arguments of one operand runs natively
 //!   (integers, floats in IEEE or total order, complex), with a stable merge sort;
-//! - an elementwise comparator (such as JAX's, which canonicalizes NaN and -0 before a
-//!   total-order compare) runs on whole batches of pairs through a bitonic network, with
-//!   ties broken by position so the result is the stable order;
+//! - another elementwise comparator runs on whole batches of pairs through a bitonic
+//!   network, with ties broken by position so the result is the stable order;
 //! - any other comparator is called once per comparison, with a stable merge sort.
 //!
-//! The merge sort and the network never assume the comparator is a consistent order, so a
+//! Every strategy gives the stable order, also where the op does not ask for one. The
+//! merge sort and the network never assume the comparator is a consistent order, so a
 //! strange comparator yields some permutation, never a failure.
 
 use super::body::{region, take};
@@ -17,9 +20,12 @@ use super::context::{extents, OpCx};
 use super::element::{decode, Array};
 use super::reduce::lane_safe;
 use super::shape::permute;
+use super::sort_keys::{
+    gather_elements, key_column, key_operand, lexicographic_comparator, sorted_order,
+};
 use super::{tensor_operand, Frame, Interp, Value};
 use crate::attrs::{ComparisonDirection, ComparisonType};
-use crate::{Attribute, IrError, Literal, OpKind, Region, TensorType};
+use crate::{Attribute, IrError, Literal, OpKind, Region, TensorType, ValueId};
 use std::cmp::Ordering;
 
 /// Sorts `0..n` stably by `less`, which may fail or be inconsistent.
@@ -202,6 +208,32 @@ fn bitonic_rows(
     Ok(perms)
 }
 
+/// The sorted flat positions of every row when the comparator is a lexicographic
+/// comparison of keys [`sort_keys`] orders natively; `None` leaves the sort to the
+/// comparator.
+fn sort_by_keys(
+    comparator: &Region,
+    outer: &dyn Fn(ValueId) -> Option<Literal>,
+    rows: &[Literal],
+    n_rows: usize,
+    len: usize,
+) -> Option<Vec<usize>> {
+    #[cfg(test)]
+    if tests::GENERAL_ONLY.with(std::cell::Cell::get) {
+        return None;
+    }
+    let keys = lexicographic_comparator(comparator, outer)?;
+    let mut decoded: Vec<Option<Array>> = rows.iter().map(|_| None).collect();
+    let mut columns = Vec::with_capacity(keys.len());
+    for key in &keys {
+        let k = key_operand(key);
+        let arr = decoded.get_mut(k)?;
+        let arr = arr.get_or_insert_with(|| decode(&rows[k]));
+        columns.push(key_column(arr, key)?);
+    }
+    Some(sorted_order(&columns, n_rows, len))
+}
+
 impl<'m> Interp<'m> {
     /// Evaluates `sort`.
     pub(super) fn exec_sort(
@@ -255,6 +287,36 @@ impl<'m> Interp<'m> {
             .checked_div(len)
             .unwrap_or(0);
         let comparator = region(cx, 0)?;
+        let outer = |v| tensor_operand(frame, cx, v).ok().cloned();
+        let order = match sort_by_keys(comparator, &outer, &rows, n_rows, len) {
+            Some(order) => order,
+            None => self.sort_by_comparator(frame, cx, comparator, &rows, n_rows, len)?,
+        };
+        let mut out = Vec::with_capacity(n);
+        for row in &rows {
+            let esize = row.ty.element_type.byte_size();
+            let sorted = Literal::new(
+                TensorType::new(row.ty.shape.clone(), row.ty.element_type),
+                gather_elements(&row.data, esize, &order),
+            )?;
+            out.push(Value::Tensor(permute(&sorted, &inverse)?));
+        }
+        Ok(out)
+    }
+
+    /// The sorted flat positions of every row (`n_rows` rows of `len` positions), calling
+    /// the comparator region: natively for a single `compare`, on batches of pairs for an
+    /// elementwise region, once per comparison otherwise.
+    fn sort_by_comparator(
+        &mut self,
+        frame: &mut Frame<'m>,
+        cx: OpCx<'m>,
+        comparator: &'m Region,
+        rows: &[Literal],
+        n_rows: usize,
+        len: usize,
+    ) -> Result<Vec<usize>, IrError> {
+        let n = rows.len();
         let perms: Vec<Vec<usize>> =
             if let Some((k, dir, swapped, total)) = simple_comparator(comparator) {
                 let cmp = native_cmp(decode(&rows[k]), total);
@@ -272,7 +334,7 @@ impl<'m> Interp<'m> {
                     let a: Vec<usize> = pairs.iter().map(|p| p.0).collect();
                     let b: Vec<usize> = pairs.iter().map(|p| p.1).collect();
                     let mut args = Vec::with_capacity(2 * n);
-                    for row in &rows {
+                    for row in rows {
                         args.push(take(row, &a, false));
                         args.push(take(row, &b, false));
                     }
@@ -285,7 +347,7 @@ impl<'m> Interp<'m> {
                     let base = r * len;
                     let mut less = |a: usize, b: usize| -> Result<bool, IrError> {
                         let mut args = Vec::with_capacity(2 * n);
-                        for row in &rows {
+                        for row in rows {
                             args.push(take(row, &[base + a], true));
                             args.push(take(row, &[base + b], true));
                         }
@@ -295,30 +357,403 @@ impl<'m> Interp<'m> {
                 }
                 res
             };
-        let order: Vec<usize> = perms
+        Ok(perms
             .iter()
             .enumerate()
             .flat_map(|(r, p)| p.iter().map(move |&i| r * len + i))
-            .collect();
-        let mut out = Vec::with_capacity(n);
-        for row in &rows {
-            let sorted = take(row, &order, false);
-            let sorted = Literal::from_shared(
-                TensorType::new(row.ty.shape.clone(), row.ty.element_type),
-                sorted.data,
-            )?;
-            out.push(Value::Tensor(permute(&sorted, &inverse)?));
-        }
-        Ok(out)
+            .collect())
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use super::super::sort_keys::lexicographic_comparator;
     use super::super::testing::*;
     use super::merge_sort;
     use crate::attrs::{ComparisonDirection, ComparisonType};
-    use crate::{Attribute, ElementType, Literal, Module, OpKind, Type};
+    use crate::{Attribute, ElementType, Literal, Module, OpKind, Region, Type, ValueId};
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set to sort through the comparator region only, never by keys.
+        pub(in super::super) static GENERAL_ONLY: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Bit patterns of the element type `et` for random data: many ties, NaNs of both
+    /// signs and payloads, signed zeros, infinities, denormals.
+    fn patterns(et: ElementType) -> Vec<u64> {
+        use ElementType as E;
+        match et {
+            E::F32 => [
+                0.0f32,
+                -0.0,
+                1.0,
+                -1.0,
+                2.5,
+                -2.5,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                1e-40,
+                -1e-40,
+            ]
+            .iter()
+            .map(|x| u64::from(x.to_bits()))
+            .chain([0x7FC0_0000, 0xFFC0_0000, 0x7F80_0001, 0x7FC0_1234])
+            .collect(),
+            E::F64 => [
+                0.0f64,
+                -0.0,
+                1.0,
+                -1.0,
+                2.5,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                1e-310,
+            ]
+            .iter()
+            .map(|x| x.to_bits())
+            .chain([
+                0x7FF8_0000_0000_0000,
+                0xFFF8_0000_0000_0000,
+                0x7FF0_0000_0000_0001,
+            ])
+            .collect(),
+            E::F16 => vec![
+                0x0000, 0x8000, 0x3C00, 0xBC00, 0x4100, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x0001,
+                0x8001, 0x7C01,
+            ],
+            E::BF16 => vec![
+                0x0000, 0x8000, 0x3F80, 0xBF80, 0x4020, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x0001,
+                0x8001, 0x7F81,
+            ],
+            E::Pred => vec![0, 1],
+            E::S8 | E::S16 | E::S32 | E::S64 => [
+                -3i64,
+                -1,
+                0,
+                1,
+                2,
+                7,
+                i64::from(i8::MIN),
+                i64::from(i8::MAX),
+            ]
+            .iter()
+            .map(|&x| x as u64)
+            .collect(),
+            _ => vec![0, 1, 2, 3, 200, 255],
+        }
+    }
+
+    /// `n` random elements of `et` drawn from [`patterns`] (complex: pairs of f32 ones).
+    pub(in super::super) fn random_literal(
+        shape: &[i64],
+        et: ElementType,
+        seed: &mut u64,
+    ) -> Literal {
+        let n: usize = shape.iter().product::<i64>() as usize;
+        let mut next = || {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed
+        };
+        let (pool, parts) = match et {
+            ElementType::C64 => (patterns(ElementType::F32), 2),
+            _ => (patterns(et), 1),
+        };
+        let size = et.byte_size() / parts;
+        let mut data = Vec::with_capacity(n * et.byte_size());
+        for _ in 0..n * parts {
+            let bits = pool[(next() % pool.len() as u64) as usize];
+            data.extend_from_slice(&bits.to_le_bytes()[..size]);
+        }
+        lit_bytes(shape, et, data)
+    }
+
+    /// A scalar constant of float type `et`: zero, or JAX's NaN.
+    fn float_constant(b: &mut FuncBuilder, et: ElementType, nan: bool) -> ValueId {
+        use ElementType as E;
+        let bits: u64 = match (et, nan) {
+            (_, false) => 0,
+            (E::F32, true) => 0x7FC0_0000,
+            (E::F64, true) => 0x7FF8_0000_0000_0000,
+            (E::F16, true) => 0x7E00,
+            (_, true) => 0x7FC0,
+        };
+        let size = et.byte_size();
+        b.constant(&lit_bytes(&[], et, bits.to_le_bytes()[..size].to_vec()))
+    }
+
+    /// `select(x != x, NaN, select(x == 0, 0, x))`, JAX's canonical float key; with the
+    /// constants (zero, NaN) from outside the region when given.
+    fn canonical(
+        b: &mut FuncBuilder,
+        x: ValueId,
+        et: ElementType,
+        hoisted: Option<(ValueId, ValueId)>,
+    ) -> ValueId {
+        let constant = |b: &mut FuncBuilder, nan| match hoisted {
+            Some((zero, nan_value)) => {
+                if nan {
+                    nan_value
+                } else {
+                    zero
+                }
+            }
+            None => float_constant(b, et, nan),
+        };
+        let zero = constant(b, false);
+        let is_zero = b.compare(ComparisonDirection::Eq, x, zero, &[]);
+        let zero = constant(b, false);
+        let x1 = b.op(OpKind::Select, &[is_zero, zero, x], t(&[], et), vec![]);
+        let is_nan = b.compare(ComparisonDirection::Ne, x, x, &[]);
+        let nan = constant(b, true);
+        b.op(OpKind::Select, &[is_nan, nan, x1], t(&[], et), vec![])
+    }
+
+    fn compare_typed(
+        b: &mut FuncBuilder,
+        dir: ComparisonDirection,
+        x: ValueId,
+        y: ValueId,
+        total: bool,
+    ) -> ValueId {
+        let mut attrs = vec![("comparison_direction", Attribute::ComparisonDirection(dir))];
+        if total {
+            attrs.push((
+                "compare_type",
+                Attribute::ComparisonType(ComparisonType::TotalOrder),
+            ));
+        }
+        b.op(OpKind::Compare, &[x, y], t(&[], ElementType::Pred), attrs)
+    }
+
+    /// JAX's `_sort_lt_comparator` over operands of `types`, lexicographic on the first
+    /// `descending.len()` of them (`gt` instead of `lt` where `descending`); `hoisted` puts
+    /// its constants outside the region, as JAX's lowering does.
+    fn jax_comparator(
+        b: &mut FuncBuilder,
+        types: &[ElementType],
+        descending: &[bool],
+        hoisted: bool,
+    ) -> Region {
+        let arg_types: Vec<Type> = types
+            .iter()
+            .flat_map(|&et| [t(&[], et), t(&[], et)])
+            .collect();
+        let mut outer = std::collections::HashMap::new();
+        if hoisted {
+            for &et in types {
+                let et = if et == ElementType::C64 {
+                    ElementType::F32
+                } else {
+                    et
+                };
+                if et.is_float() && !outer.contains_key(&et) {
+                    let zero = float_constant(b, et, false);
+                    let nan = float_constant(b, et, true);
+                    outer.insert(et, (zero, nan));
+                }
+            }
+        }
+        b.region(&arg_types, |b, a| {
+            // (x key, y key, float, descending), most significant first.
+            let mut keys = Vec::new();
+            for (k, &desc) in descending.iter().enumerate() {
+                let et = types[k];
+                let (x, y) = (a[2 * k], a[2 * k + 1]);
+                match et {
+                    ElementType::C64 => {
+                        let f = ElementType::F32;
+                        for kind in [OpKind::Real, OpKind::Imag] {
+                            let xp = b.op(kind.clone(), &[x], t(&[], f), vec![]);
+                            let yp = b.op(kind, &[y], t(&[], f), vec![]);
+                            let h = outer.get(&f).copied();
+                            let (xc, yc) = (canonical(b, xp, f, h), canonical(b, yp, f, h));
+                            keys.push((xc, yc, true, desc));
+                        }
+                    }
+                    _ if et.is_float() => {
+                        let h = outer.get(&et).copied();
+                        let (xc, yc) = (canonical(b, x, et, h), canonical(b, y, et, h));
+                        keys.push((xc, yc, true, desc));
+                    }
+                    _ => keys.push((x, y, false, desc)),
+                }
+            }
+            let strict =
+                |b: &mut FuncBuilder, &(x, y, total, desc): &(ValueId, ValueId, bool, bool)| {
+                    let dir = if desc {
+                        ComparisonDirection::Gt
+                    } else {
+                        ComparisonDirection::Lt
+                    };
+                    compare_typed(b, dir, x, y, total)
+                };
+            let last = keys.last().expect("a key");
+            let mut p = strict(b, last);
+            for key in keys.iter().rev().skip(1) {
+                let lt = strict(b, key);
+                let eq = compare_typed(b, ComparisonDirection::Eq, key.0, key.1, key.2);
+                let tie = b.op(OpKind::And, &[eq, p], t(&[], ElementType::Pred), vec![]);
+                p = b.op(OpKind::Or, &[lt, tie], t(&[], ElementType::Pred), vec![]);
+            }
+            vec![p]
+        })
+    }
+
+    /// A sort of `inputs` with JAX's comparator (constants hoisted out of it when `stable`,
+    /// so that both forms are tested).
+    fn jax_sort_module(inputs: &[&Literal], dim: i64, descending: &[bool], stable: bool) -> Module {
+        let types: Vec<Type> = inputs.iter().map(|l| Type::Tensor(l.ty.clone())).collect();
+        let ets: Vec<ElementType> = inputs.iter().map(|l| l.ty.element_type).collect();
+        let (mut b, p) = FuncBuilder::new(&types);
+        let region = jax_comparator(&mut b, &ets, descending, stable);
+        let r = b.op_full(
+            OpKind::Sort,
+            &p,
+            &types,
+            vec![
+                ("dimension", int(dim)),
+                ("is_stable", Attribute::Bool(stable)),
+            ],
+            vec![region],
+        );
+        b.finish(&r)
+    }
+
+    /// Runs `module` by keys and through the comparator; asserts both give the same bytes.
+    fn run_both_ways(module: &Module, args: &[Literal], what: &str) -> Vec<Literal> {
+        let fast = crate::eval::run_function(module, "main", args).unwrap();
+        GENERAL_ONLY.with(|g| g.set(true));
+        let general = crate::eval::run_function(module, "main", args);
+        GENERAL_ONLY.with(|g| g.set(false));
+        let general = general.unwrap();
+        assert_eq!(fast.len(), general.len(), "{what}");
+        for (i, (f, g)) in fast.iter().zip(&general).enumerate() {
+            assert_eq!(f.ty, g.ty, "{what}: result {i}");
+            assert!(f.data == g.data, "{what}: result {i} differs");
+        }
+        fast
+    }
+
+    #[test]
+    fn jax_comparators_are_read_as_keys() {
+        use ElementType as E;
+        let (mut b, _) = FuncBuilder::new(&[]);
+        let none = |_| None;
+        let one = jax_comparator(&mut b, &[E::F32, E::S32], &[false], false);
+        assert_eq!(
+            lexicographic_comparator(&one, &none).map(|k| k.len()),
+            Some(1)
+        );
+        let three = jax_comparator(
+            &mut b,
+            &[E::F32, E::S32, E::C64],
+            &[false, true, false],
+            false,
+        );
+        assert_eq!(
+            lexicographic_comparator(&three, &none).map(|k| k.len()),
+            Some(4)
+        );
+        // Constants outside the region are read through `outer`.
+        let hoisted = jax_comparator(&mut b, &[E::F32], &[false], true);
+        assert!(lexicographic_comparator(&hoisted, &none).is_none());
+        let zero_or_nan = |_| Some(f32s(&[], &[0.0]));
+        assert!(lexicographic_comparator(&hoisted, &zero_or_nan).is_some());
+        // `le` is no strict comparison, and keys of different operands are no key.
+        let le = b.region(&[t(&[], E::S32), t(&[], E::S32)], |b, a| {
+            vec![compare_typed(b, ComparisonDirection::Le, a[0], a[1], false)]
+        });
+        assert!(lexicographic_comparator(&le, &none).is_none());
+        let mixed = b.region(&vec![t(&[], E::S32); 4], |b, a| {
+            vec![compare_typed(b, ComparisonDirection::Lt, a[0], a[3], false)]
+        });
+        assert!(lexicographic_comparator(&mixed, &none).is_none());
+    }
+
+    #[test]
+    fn sorting_by_keys_matches_the_comparator_for_every_element_type() {
+        use ElementType as E;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let types = [
+            E::F32,
+            E::F64,
+            E::F16,
+            E::BF16,
+            E::S32,
+            E::S8,
+            E::S64,
+            E::U8,
+            E::U32,
+            E::Pred,
+            E::C64,
+        ];
+        let shapes: [(&[i64], i64); 7] = [
+            (&[0], 0),
+            (&[1], 0),
+            (&[7], 0),
+            (&[65], 0),
+            (&[6, 17], 1),
+            (&[17, 6], 0),
+            (&[3, 0], 1),
+        ];
+        for et in types {
+            for &(shape, dim) in &shapes {
+                for desc in [false, true] {
+                    let keys = random_literal(shape, et, &mut seed);
+                    let n: i64 = shape.iter().product();
+                    let payload = i32s(shape, &(0..n as i32).collect::<Vec<_>>());
+                    let m = jax_sort_module(&[&keys, &payload], dim, &[desc], desc);
+                    let what = format!("{et:?} {shape:?} dim {dim} descending {desc}");
+                    run_both_ways(&m, &[keys, payload], &what);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sorting_by_several_keys_matches_the_comparator() {
+        use ElementType as E;
+        let mut seed = 12345u64;
+        for (shape, dim) in [(&[40][..], 0), (&[5, 23][..], 1), (&[300][..], 0)] {
+            let ops = [
+                random_literal(shape, E::F32, &mut seed),
+                random_literal(shape, E::S32, &mut seed),
+                random_literal(shape, E::F64, &mut seed),
+                random_literal(shape, E::Pred, &mut seed),
+                random_literal(shape, E::BF16, &mut seed),
+            ];
+            let refs: Vec<&Literal> = ops.iter().collect();
+            for descending in [
+                &[false, false][..],
+                &[true, false],
+                &[false, true, false],
+                &[false, false, true, true],
+                &[true, false, false, false, true],
+            ] {
+                let m = jax_sort_module(&refs, dim, descending, true);
+                let what = format!("{shape:?} keys {descending:?}");
+                run_both_ways(&m, &ops, &what);
+            }
+        }
+    }
+
+    #[test]
+    fn long_rows_sort_by_radix_passes_as_the_comparator_does() {
+        use ElementType as E;
+        let mut seed = 777u64;
+        for et in [E::F32, E::Pred, E::S8, E::F16] {
+            let keys = random_literal(&[5000], et, &mut seed);
+            let payload = i32s(&[5000], &(0..5000).collect::<Vec<_>>());
+            for desc in [false, true] {
+                let m = jax_sort_module(&[&keys, &payload], 0, &[desc], true);
+                let what = format!("{et:?} descending {desc}");
+                run_both_ways(&m, &[keys.clone(), payload.clone()], &what);
+            }
+        }
+    }
 
     /// Sorts `inputs` along `dim`; `comparator` is `simple` (LT on operand 0), `total`
     /// (LT total order on operand 0), `jax` (JAX's canonicalizing comparator) or `scalar`
