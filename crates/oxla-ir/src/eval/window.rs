@@ -10,7 +10,9 @@
 //! One input with a simple body (`add`, `maximum`, ... on f32, f64, f16, bf16 or integers)
 //! skips the waves: [`loops`] folds each output's window directly in the same order, and a
 //! window spanning a whole dimension (a cumulative sum) runs as [`scan`]'s O(n) tree in the
-//! order XLA's CPU backend rewrites it to.
+//! order XLA's CPU backend rewrites it to. `select_and_scatter` selecting with one plain
+//! `compare` and scattering with a simple body (a max pool's gradient) picks each window's
+//! element with the same loops and scatters in window order, as the waves do.
 
 mod element_fn;
 mod loops;
@@ -23,7 +25,8 @@ use super::context::{extents, strides, OpCx};
 use super::reduce::lane_safe;
 use super::typed::{build_overwritten, view_bytes, Plain};
 use super::{tensor_operand, Frame, Interp, Value};
-use crate::{IrError, Literal, OpKind, TensorType};
+use crate::attrs::{ComparisonDirection, ComparisonType};
+use crate::{Attribute, ElementType, IrError, Literal, OpKind, Region, TensorType};
 
 /// Window geometry of one op, validated against the input shape.
 struct Geometry {
@@ -275,7 +278,7 @@ fn typed_reduce_window(
     }
     impl element_fn::Visit for Work<'_> {
         type Out = Result<Literal, IrError>;
-        fn visit<T: Plain + Send + Sync, F: Fn(T, T) -> T + Copy + Send + Sync>(
+        fn visit<T: Plain + PartialOrd + Send + Sync, F: Fn(T, T) -> T + Copy + Send + Sync>(
             self,
             f: F,
         ) -> Self::Out {
@@ -285,7 +288,7 @@ fn typed_reduce_window(
             build_overwritten(self.out_ty, n, |out: &mut [T]| {
                 match scan::scan_of(self.geo) {
                     Some(s) => scan::scan(&s, &x, init, f, out),
-                    None => loops::fold_windows(self.geo, &x, init, f, out),
+                    None => loops::fold_windows(self.geo, &loops::Reduce { x: &x, init, f }, out),
                 }
             })
         }
@@ -297,6 +300,109 @@ fn typed_reduce_window(
         out_ty,
     };
     element_fn::with_element_fn(kind, et, work)
+}
+
+/// `select_and_scatter` whose select region is `compare(dir, selected, candidate)` and
+/// whose scatter region is simple, on typed elements of one plain type, or `None`.
+fn typed_select_and_scatter(
+    geo: &Geometry,
+    select: &Region,
+    kind: &OpKind,
+    args: [&Literal; 3],
+    out_ty: TensorType,
+) -> Option<Result<Literal, IrError>> {
+    let et = out_ty.element_type;
+    let plain = !matches!(et, ElementType::F16 | ElementType::BF16);
+    if !plain
+        || args.iter().any(|a| a.ty.element_type != et)
+        || !geo.small
+        || geo.in_ext.is_empty()
+        || !typed_paths_enabled()
+    {
+        return None;
+    }
+    let dir = plain_comparison(select)?;
+    struct Work<'a> {
+        geo: &'a Geometry,
+        dir: ComparisonDirection,
+        args: [&'a Literal; 3],
+        out_ty: TensorType,
+    }
+    impl element_fn::Visit for Work<'_> {
+        type Out = Result<Literal, IrError>;
+        fn visit<T: Plain + PartialOrd + Send + Sync, F: Fn(T, T) -> T + Copy + Send + Sync>(
+            self,
+            f: F,
+        ) -> Self::Out {
+            use ComparisonDirection as D;
+            let x = view_bytes::<T>(&self.args[0].data);
+            let mut selected = vec![loops::NONE; self.geo.out_ext.iter().product()];
+            fn select<T: Copy + Sync, P: Fn(T, T) -> bool + Sync>(
+                geo: &Geometry,
+                x: &[T],
+                keep: P,
+                selected: &mut [usize],
+            ) {
+                loops::fold_windows(geo, &loops::Select { x, keep }, selected);
+            }
+            let (geo, s) = (self.geo, &mut selected);
+            match self.dir {
+                D::Ge => select(geo, &x, |a: T, b: T| a >= b, s),
+                D::Gt => select(geo, &x, |a: T, b: T| a > b, s),
+                D::Le => select(geo, &x, |a: T, b: T| a <= b, s),
+                D::Lt => select(geo, &x, |a: T, b: T| a < b, s),
+                D::Eq => select(geo, &x, |a: T, b: T| a == b, s),
+                D::Ne => select(geo, &x, |a: T, b: T| a != b, s),
+            }
+            let source = view_bytes::<T>(&self.args[1].data);
+            let init = view_bytes::<T>(&self.args[2].data)[0];
+            let n = self.out_ty.num_elements().unwrap_or(0);
+            // In the order of the windows, as the general path's waves combine them.
+            build_overwritten(self.out_ty, n, |out: &mut [T]| {
+                out.fill(init);
+                for (&s, &v) in selected.iter().zip(source.iter()) {
+                    if s != loops::NONE {
+                        out[s] = f(out[s], v);
+                    }
+                }
+            })
+        }
+    }
+    let work = Work {
+        geo,
+        dir,
+        args,
+        out_ty,
+    };
+    element_fn::with_element_fn(kind, et, work)
+}
+
+/// The direction of a region `return compare(dir, %arg0, %arg1)` on IEEE order (not total
+/// order), or `None`.
+fn plain_comparison(region: &Region) -> Option<ComparisonDirection> {
+    let [block] = region.blocks.as_slice() else {
+        return None;
+    };
+    let [cmp, ret] = block.ops.as_slice() else {
+        return None;
+    };
+    let total = matches!(
+        cmp.attr("compare_type"),
+        Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
+    );
+    if cmp.kind != OpKind::Compare
+        || total
+        || !matches!(ret.kind, OpKind::Return | OpKind::FuncReturn)
+        || ret.operands != cmp.results
+        || block.arguments.len() != 2
+        || cmp.operands != block.arguments
+    {
+        return None;
+    }
+    match cmp.attr("comparison_direction")? {
+        Attribute::ComparisonDirection(d) => Some(*d),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -403,6 +509,14 @@ impl<'m> Interp<'m> {
             return Err(cx.invalid("the result must have the operand's shape"));
         }
         let select = region(cx, 0)?;
+        let scatter = classify(region(cx, 1)?, 1);
+        check_init(cx, &init, out_ty)?;
+        if let BodyKind::Simple(kind) = &scatter.kind {
+            let args = [&operand, &source, &init];
+            if let Some(out) = typed_select_and_scatter(&geo, select, kind, args, out_ty.clone()) {
+                return Ok(vec![Value::Tensor(out?)]);
+            }
+        }
         let lanes = lane_safe(select);
         let n_out: usize = geo.out_ext.iter().product();
         let mut selected: Vec<Option<usize>> = vec![None; n_out];
@@ -449,8 +563,7 @@ impl<'m> Interp<'m> {
             }
         }
         let mut acc = vec![filled(cx, &init, out_ty)?];
-        let body = classify(region(cx, 1)?, 1);
-        self.combine_all(frame, cx, &body, &mut acc, &[source], &dsts, &srcs)?;
+        self.combine_all(frame, cx, &scatter, &mut acc, &[source], &dsts, &srcs)?;
         Ok(acc.into_iter().map(Value::Tensor).collect())
     }
 }

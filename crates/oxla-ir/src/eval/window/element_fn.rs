@@ -14,7 +14,7 @@ use half::{bf16, f16};
 /// Work generic over the storage type `T` and the body's function on it.
 pub(crate) trait Visit {
     type Out;
-    fn visit<T: Plain + Send + Sync, F: Fn(T, T) -> T + Copy + Send + Sync>(
+    fn visit<T: Plain + PartialOrd + Send + Sync, F: Fn(T, T) -> T + Copy + Send + Sync>(
         self,
         f: F,
     ) -> Self::Out;

@@ -1,10 +1,11 @@
-//! `reduce_window` of one input with a simple body as direct loops over typed elements: each
+//! `reduce_window` of one input with a simple body, and the selection of
+//! `select_and_scatter` with a plain comparison, as direct loops over typed elements: each
 //! output folds its own window, the windows never materialised as index lists.
 //!
 //! The window positions of an output are visited in row-major order and positions on
 //! padding or base-dilation holes are skipped, as the general path does (one wave per
-//! position, in row-major order), so every output combines the same values in the same
-//! order and the bits agree. Trailing dimensions the window leaves alone (size 1, stride 1,
+//! position, in row-major order), so every output combines the same values (or compares
+//! the same candidates) in the same order and the bits agree. Trailing dimensions the window leaves alone (size 1, stride 1,
 //! no padding or dilation: the channels of an NHWC pool) are folded as whole rows, one
 //! loop over contiguous elements per window position.
 
@@ -15,13 +16,74 @@ use super::{advance, Geometry};
 /// Outputs per parallel task: below about this much work a split costs more than it saves.
 const MIN_TASK_WORK: usize = 1 << 16;
 
-/// Folds every output's window of `x` into `out` (row-major, `geo.out_ext`) with `f`,
-/// starting from `init`.
-pub(super) fn fold_windows<T, F>(geo: &Geometry, x: &[T], init: T, f: F, out: &mut [T])
-where
-    T: Copy + Send + Sync,
-    F: Fn(T, T) -> T + Copy + Send + Sync,
-{
+/// What each output accumulates over its window.
+pub(super) trait WindowFold: Sync {
+    type Acc: Copy + Send + Sync;
+    /// The accumulator before the first position.
+    fn start(&self) -> Self::Acc;
+    /// Folds the input element at flat index `at` into `acc`.
+    fn fold_one(&self, acc: Self::Acc, at: usize) -> Self::Acc;
+    /// Folds the elements at `at..at + acc.len()` into `acc`, lane by lane.
+    fn fold_row(&self, acc: &mut [Self::Acc], at: usize);
+}
+
+/// `reduce_window`: `acc = f(acc, x)` from `init`.
+pub(super) struct Reduce<'a, T, F> {
+    pub x: &'a [T],
+    pub init: T,
+    pub f: F,
+}
+
+impl<T: Copy + Send + Sync, F: Fn(T, T) -> T + Sync> WindowFold for Reduce<'_, T, F> {
+    type Acc = T;
+    fn start(&self) -> T {
+        self.init
+    }
+    #[inline(always)]
+    fn fold_one(&self, acc: T, at: usize) -> T {
+        (self.f)(acc, self.x[at])
+    }
+    #[inline(always)]
+    fn fold_row(&self, acc: &mut [T], at: usize) {
+        let x = &self.x[at..at + acc.len()];
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = (self.f)(*a, v);
+        }
+    }
+}
+
+/// No selection yet: the window has had no real element.
+pub(super) const NONE: usize = usize::MAX;
+
+/// `select_and_scatter`'s selection: the first real element, then each candidate replaces
+/// the selection unless `keep(selected, candidate)`.
+pub(super) struct Select<'a, T, P> {
+    pub x: &'a [T],
+    pub keep: P,
+}
+
+impl<T: Copy + Sync, P: Fn(T, T) -> bool + Sync> WindowFold for Select<'_, T, P> {
+    type Acc = usize;
+    fn start(&self) -> usize {
+        NONE
+    }
+    #[inline(always)]
+    fn fold_one(&self, acc: usize, at: usize) -> usize {
+        if acc == NONE || !(self.keep)(self.x[acc], self.x[at]) {
+            at
+        } else {
+            acc
+        }
+    }
+    fn fold_row(&self, acc: &mut [usize], at: usize) {
+        for (c, a) in acc.iter_mut().enumerate() {
+            *a = self.fold_one(*a, at + c);
+        }
+    }
+}
+
+/// Folds every output's window into `out` (row-major, `geo.out_ext`) with `fold`.
+pub(super) fn fold_windows<W: WindowFold>(geo: &Geometry, fold: &W, out: &mut [W::Acc]) {
     let rank = geo.in_ext.len();
     // The first dimension of the trailing run the window leaves alone; never dimension 0,
     // so that at least one dimension is windowed.
@@ -40,9 +102,8 @@ where
     let work_per_row = row_len * geo.window.iter().product::<usize>().max(1);
     let rows_per_task = (MIN_TASK_WORK / work_per_row).max(1);
     let tasks = out.chunks_mut(rows_per_task * row_len).enumerate();
-    let run = |(t, chunk): (usize, &mut [T])| {
-        let first = t * rows_per_task;
-        fold_rows(geo, q, lanes, x, init, f, first, chunk);
+    let run = |(t, chunk): (usize, &mut [W::Acc])| {
+        fold_rows(geo, q, lanes, fold, t * rows_per_task, chunk);
     };
     if n_rows > rows_per_task {
         threads::for_each(tasks, run);
@@ -53,16 +114,13 @@ where
 
 /// Folds the outputs of rows `first..` (a row: one index of the dimensions before `q`, all
 /// of `q` and the lanes) into `out`, whole rows.
-#[allow(clippy::too_many_arguments)]
-fn fold_rows<T: Copy, F: Fn(T, T) -> T>(
+fn fold_rows<W: WindowFold>(
     geo: &Geometry,
     q: usize,
     lanes: usize,
-    x: &[T],
-    init: T,
-    f: F,
+    fold: &W,
     first: usize,
-    out: &mut [T],
+    out: &mut [W::Acc],
 ) {
     let in_str = strides(&geo.in_ext);
     let out_q = geo.out_ext[q];
@@ -86,20 +144,18 @@ fn fold_rows<T: Copy, F: Fn(T, T) -> T>(
             along.clear();
             geo.for_each_source(q, oq, |i| along.push(i * in_str[q]));
             if let [acc] = acc {
-                let mut a = init;
+                let mut a = fold.start();
                 for &p in &prefix {
                     for &k in &along {
-                        a = f(a, x[p + k]);
+                        a = fold.fold_one(a, p + k);
                     }
                 }
                 *acc = a;
             } else {
-                acc.fill(init);
+                acc.fill(fold.start());
                 for &p in &prefix {
                     for &k in &along {
-                        for (a, &v) in acc.iter_mut().zip(&x[p + k..p + k + lanes]) {
-                            *a = f(*a, v);
-                        }
+                        fold.fold_row(acc, p + k);
                     }
                 }
             }

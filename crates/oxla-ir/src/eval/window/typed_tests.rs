@@ -487,3 +487,92 @@ fn long_scan_runs_in_linear_memory() {
     assert_eq!(got[0], 1.0);
     assert_eq!(got[(n - 1) as usize], n as f32);
 }
+
+/// `main(x, source, init) = select_and_scatter(x, source, init)` selecting with
+/// `compare(dir, selected, candidate)` and scattering with `add`.
+fn select_and_scatter_module(
+    x: &TensorType,
+    source_shape: &[i64],
+    win: &Win,
+    dir: crate::attrs::ComparisonDirection,
+) -> Module {
+    let et = x.element_type;
+    let (mut b, p) = FuncBuilder::new(&[Type::Tensor(x.clone()), t(source_shape, et), t(&[], et)]);
+    let s = t(&[], et);
+    let select = b.region(&[s.clone(), s.clone()], |b, a| {
+        vec![b.compare(dir, a[0], a[1], &[])]
+    });
+    let scatter = b.region(&[s.clone(), s.clone()], |b, a| {
+        vec![b.op(OpKind::Add, &[a[0], a[1]], s.clone(), vec![])]
+    });
+    let mut attrs = win.attrs();
+    attrs.retain(|(name, _)| !name.ends_with("dilations"));
+    let r = b.op_full(
+        OpKind::SelectAndScatter,
+        &p,
+        &[Type::Tensor(x.clone())],
+        attrs,
+        vec![select, scatter],
+    );
+    b.finish(&r)
+}
+
+#[test]
+fn typed_select_and_scatter_matches_general_path() {
+    use crate::attrs::ComparisonDirection as D;
+    let mut rng = Rng(0x5eed);
+    let mut ran = 0;
+    while ran < 300 {
+        let rank = 1 + rng.below(4);
+        let shape: Vec<i64> = (0..rank).map(|_| rng.below(7) as i64).collect();
+        let mut win = Win {
+            window: vec![],
+            strides: vec![],
+            base_dil: vec![1; rank],
+            win_dil: vec![1; rank],
+            padding: vec![],
+        };
+        for _ in 0..rank {
+            let alone = rng.below(3) == 0;
+            let pick = |rng: &mut Rng, n: usize| if alone { 1 } else { 1 + rng.below(n) as i64 };
+            win.window.push(pick(&mut rng, 4));
+            win.strides.push(pick(&mut rng, 3));
+            for _ in 0..2 {
+                win.padding
+                    .push(if alone { 0 } else { rng.below(3) as i64 });
+            }
+        }
+        let Some(source_shape) = win.out_shape(&shape) else {
+            continue;
+        };
+        let et = [ElementType::F32, ElementType::F64, ElementType::S32][rng.below(3)];
+        let n: usize = shape.iter().product::<i64>() as usize;
+        let m: usize = source_shape.iter().product::<i64>() as usize;
+        // Few distinct values, so that windows hold ties (and -0 against +0, and NaNs).
+        let pool = [0.0f32, -0.0, 1.0, 2.0, f32::NAN, -1.0];
+        let x: Vec<u8> = (0..n)
+            .flat_map(|_| {
+                let v = pool[rng.below(pool.len())];
+                match et {
+                    ElementType::F32 => v.to_le_bytes().to_vec(),
+                    ElementType::F64 => f64::from(v).to_le_bytes().to_vec(),
+                    _ => (if v.is_nan() { 7 } else { v as i32 })
+                        .to_le_bytes()
+                        .to_vec(),
+                }
+            })
+            .collect();
+        let x = lit_bytes(&shape, et, x);
+        let source = lit_bytes(&source_shape, et, random_bytes(&mut rng, et, m));
+        let init = init_for(&OpKind::Add, et, &mut rng);
+        let dir = [D::Ge, D::Gt, D::Le, D::Lt][rng.below(4)];
+        let module = select_and_scatter_module(&x.ty, &source_shape, &win, dir);
+        let (typed, general) = typed_and_general(&module, &[x, source, init]);
+        assert_eq!(
+            canonical(&typed),
+            canonical(&general),
+            "{dir:?} on {et} {shape:?} {win:?}"
+        );
+        ran += 1;
+    }
+}
