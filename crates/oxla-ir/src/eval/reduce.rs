@@ -194,9 +194,18 @@ pub(crate) fn reduce_simple(
             lay.kept_shape
         )));
     }
+    use ElementType as E;
     let fast = match et {
-        ElementType::F32 => reduce_float_fast::<f32>(cx, kind, input, init, out_ty)?,
-        ElementType::F64 => reduce_float_fast::<f64>(cx, kind, input, init, out_ty)?,
+        E::F32 => reduce_float_fast::<f32>(cx, kind, input, init, out_ty)?,
+        E::F64 => reduce_float_fast::<f64>(cx, kind, input, init, out_ty)?,
+        E::S8 => reduce_int_fast::<i8>(cx, kind, input, init, out_ty)?,
+        E::S16 => reduce_int_fast::<i16>(cx, kind, input, init, out_ty)?,
+        E::S32 => reduce_int_fast::<i32>(cx, kind, input, init, out_ty)?,
+        E::S64 => reduce_int_fast::<i64>(cx, kind, input, init, out_ty)?,
+        E::U8 => reduce_int_fast::<u8>(cx, kind, input, init, out_ty)?,
+        E::U16 => reduce_int_fast::<u16>(cx, kind, input, init, out_ty)?,
+        E::U32 => reduce_int_fast::<u32>(cx, kind, input, init, out_ty)?,
+        E::U64 => reduce_int_fast::<u64>(cx, kind, input, init, out_ty)?,
         _ => None,
     };
     if let Some(res) = fast {
@@ -540,6 +549,26 @@ pub(crate) fn fold_float_block<T: Float + Send + Sync>(
     }
 }
 
+/// The `(outer, reduced, inner)` extents of `input` when the reduced dimensions are
+/// adjacent, so the reduction reads it in place as an `[outer, reduced, inner]` array;
+/// `None` for other layouts.
+fn adjacent_block(cx: OpCx<'_>, input: &Literal) -> Result<Option<(usize, usize, usize)>, IrError> {
+    let rank = input.ty.rank();
+    let mut dims = cx.dims("dimensions", &cx.i64s("dimensions")?, rank)?;
+    dims.sort_unstable();
+    let (Some(&first), Some(&last)) = (dims.first(), dims.last()) else {
+        return Ok(None);
+    };
+    if last - first + 1 != dims.len() {
+        return Ok(None);
+    }
+    let ext = extents(&input.ty.shape);
+    let outer: usize = ext[..first].iter().product();
+    let reduced: usize = ext[first..=last].iter().product();
+    let inner: usize = ext[last + 1..].iter().product();
+    Ok(Some((outer, reduced, inner)))
+}
+
 /// The f32/f64 add/max/min/mul reductions over a block of adjacent dimensions, read in
 /// place without moving the reduced dimensions first. `None` for other layouts.
 fn reduce_float_fast<T: Plain + Float + Send + Sync>(
@@ -553,28 +582,77 @@ fn reduce_float_fast<T: Plain + Float + Send + Sync>(
     if !matches!(kind, K::Add | K::Maximum | K::Minimum | K::Multiply) {
         return Ok(None);
     }
-    let rank = input.ty.rank();
-    let mut dims = cx.dims("dimensions", &cx.i64s("dimensions")?, rank)?;
-    dims.sort_unstable();
-    let (Some(&first), Some(&last)) = (dims.first(), dims.last()) else {
+    let Some((outer, reduced, inner)) = adjacent_block(cx, input)? else {
         return Ok(None);
     };
-    if last - first + 1 != dims.len() {
-        return Ok(None);
-    }
     let (Some(x), Some(init)) = (typed::view::<T>(input), typed::view::<T>(init)) else {
         return Ok(None);
     };
-    let ext = extents(&input.ty.shape);
-    let outer: usize = ext[..first].iter().product();
-    let reduced: usize = ext[first..=last].iter().product();
-    let inner: usize = ext[last + 1..].iter().product();
     let init = init[0];
     // Every output element is one fold's result.
     typed::build_overwritten::<T>(out_ty.clone(), outer * inner, |out| {
         fold_float_block(kind, &x, out, init, (reduced, inner));
     })
     .map(Some)
+}
+
+/// The integer add/mul/max/min/and/or/xor reductions over a block of adjacent dimensions,
+/// read in place and folded on vectors ([`fold_block`]). These combiners (wrapping) are
+/// associative and commutative, so any fold order gives the general path's value. `None`
+/// for other ops and layouts.
+fn reduce_int_fast<T: Plain + Int + Send + Sync>(
+    cx: OpCx<'_>,
+    kind: &OpKind,
+    input: &Literal,
+    init: &Literal,
+    out_ty: &TensorType,
+) -> Result<Option<Literal>, IrError> {
+    use OpKind as K;
+    if !matches!(
+        kind,
+        K::Add | K::Multiply | K::Maximum | K::Minimum | K::And | K::Or | K::Xor
+    ) {
+        return Ok(None);
+    }
+    let Some((outer, reduced, inner)) = adjacent_block(cx, input)? else {
+        return Ok(None);
+    };
+    let (Some(x), Some(init)) = (typed::view::<T>(input), typed::view::<T>(init)) else {
+        return Ok(None);
+    };
+    let init = init[0];
+    let shape = (reduced, inner);
+    // Every output element is one fold's result.
+    typed::build_overwritten::<T>(out_ty.clone(), outer * inner, |out| match kind {
+        K::Add => fold_int_block(&x, out, init, shape, T::wadd),
+        K::Multiply => fold_int_block(&x, out, init, shape, T::wmul),
+        K::Maximum => fold_int_block(&x, out, init, shape, std::cmp::max),
+        K::Minimum => fold_int_block(&x, out, init, shape, std::cmp::min),
+        K::And => fold_int_block(&x, out, init, shape, T::bit_and),
+        K::Or => fold_int_block(&x, out, init, shape, T::bit_or),
+        _ => fold_int_block(&x, out, init, shape, T::bit_xor),
+    })
+    .map(Some)
+}
+
+/// [`fold_block`] with `f`, rows folded on [`fold_row`]'s independent accumulators.
+#[inline(always)]
+fn fold_int_block<T: Copy + Send + Sync>(
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    shape: (usize, usize),
+    f: impl Fn(T, T) -> T + Copy + Send + Sync,
+) {
+    fold_block(
+        x,
+        out,
+        init,
+        shape,
+        f,
+        #[inline(always)]
+        move |row, init| fold_row(row, init, f),
+    );
 }
 
 fn row(lit: &Literal, index: usize, len: usize, shape: Vec<i64>) -> Literal {
@@ -1208,5 +1286,79 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The integer folds on vectors, threads and lane accumulators give the sequential
+    /// fold's values for every combiner, over blocks of every shape (rows, columns,
+    /// several outer blocks, empty ones, and large enough to split over threads).
+    #[test]
+    fn integer_block_folds_match_the_sequential_fold() {
+        fn check<T: Int + Send + Sync + std::fmt::Debug>(values: &[T], init: T) {
+            let shapes = [
+                (1, 0, 1),
+                (1, 1, 1),
+                (1, 31, 1),
+                (1, 33, 1),
+                (3, 100, 1),
+                (2, 7, 5),
+                (1, 1000, 3),
+                (1, 1 << 18, 1),
+                (4, 1 << 16, 1),
+                (1, 2048, 160),
+            ];
+            type Combiner<T> = (&'static str, fn(T, T) -> T);
+            let combiners: [Combiner<T>; 7] = [
+                ("add", T::wadd),
+                ("mul", T::wmul),
+                ("max", std::cmp::max),
+                ("min", std::cmp::min),
+                ("and", T::bit_and),
+                ("or", T::bit_or),
+                ("xor", T::bit_xor),
+            ];
+            for (outer, reduced, inner) in shapes {
+                let x: Vec<T> = values
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .take(outer * reduced * inner)
+                    .collect();
+                for (name, f) in combiners {
+                    let mut got = vec![T::default(); outer * inner];
+                    fold_int_block(&x, &mut got, init, (reduced, inner), f);
+                    let want: Vec<T> = (0..outer * inner)
+                        .map(|k| {
+                            let (o, i) = (k / inner, k % inner);
+                            (0..reduced).fold(init, |a, r| f(a, x[(o * reduced + r) * inner + i]))
+                        })
+                        .collect();
+                    assert_eq!(got, want, "{name} over {outer}x{reduced}x{inner}");
+                }
+            }
+        }
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let bits: Vec<u64> = (0..4099)
+            .map(|k| match k % 7 {
+                0 => next() | 1,
+                1 => u64::MAX,
+                2 => 1 << 63,
+                _ => next() % 2000,
+            })
+            .collect();
+        check(&bits.iter().map(|&b| b as i32).collect::<Vec<_>>(), 7);
+        check(
+            &bits.iter().map(|&b| b as u32).collect::<Vec<_>>(),
+            u32::MAX,
+        );
+        check(&bits.iter().map(|&b| b as i64).collect::<Vec<_>>(), -3);
+        check(&bits, 1);
+        check(&bits.iter().map(|&b| b as i8).collect::<Vec<_>>(), 0);
+        check(&bits.iter().map(|&b| b as u16).collect::<Vec<_>>(), 5);
     }
 }
