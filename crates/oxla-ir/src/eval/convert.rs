@@ -93,6 +93,21 @@ fn float_to_int(x: f64, lo: i128, hi: i128) -> i128 {
     }
 }
 
+/// `x as u32` (truncation toward zero, saturation at 0 and `u32::MAX`, NaN to 0): the
+/// general path's [`float_to_int`] for u32, through `oxla_simd::f32_to_i32` (values from
+/// 2^31 on less 2^31, which is exact there), so that a loop over it vectorizes.
+#[inline(always)]
+pub(crate) fn f32_to_u32(x: f32) -> u32 {
+    const TWO_31: f32 = 2_147_483_648.0;
+    let high = x >= TWO_31;
+    let low = oxla_simd::f32_to_i32(if high { x - TWO_31 } else { x });
+    if high {
+        (low as u32).wrapping_add(1 << 31)
+    } else {
+        low.max(0) as u32
+    }
+}
+
 fn int_range(et: ElementType) -> (i128, i128) {
     let bits = et.bit_width() as u32;
     if et.is_signed_int() {
@@ -248,7 +263,8 @@ pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
 /// The common conversions as one vector loop from the source's bytes to the result's, with
 /// the same results as the general path below: `f32` to `i32` truncates and saturates with
 /// NaN to 0 (Rust's `as`), integers to floats and `f64` to `f32` round to nearest even,
-/// integers wrap, `f32` to `bf16` rounds the bits to nearest even (NaN to the quiet NaN of
+/// integers wrap (between any two of 32 and 64 bits), booleans become 0 or 1 and integers
+/// booleans by being nonzero, `f32` to `bf16` rounds the bits to nearest even (NaN to the quiet NaN of
 /// its sign) without float arithmetic, so denormals round as values, `bf16` to `f32` moves
 /// the bits as decoding does, and `f32` to `f16` and back work on the bits the same way
 /// ([`f32_bits_to_f16`], [`f16_bits_to_f32`]). `None` for the other pairs.
@@ -272,6 +288,20 @@ fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrErro
         (E::S64, E::S32) => map(&view::<i64>(lit)?, ty, |x: i64| x as i32),
         (E::S32, E::U32) => map(&view::<i32>(lit)?, ty, |x: i32| x as u32),
         (E::U32, E::S32) => map(&view::<u32>(lit)?, ty, |x: u32| x as i32),
+        (E::U32, E::F32) => map(&view::<u32>(lit)?, ty, |x: u32| x as f32),
+        (E::F32, E::U32) => map(&view::<f32>(lit)?, ty, f32_to_u32),
+        (E::S32, E::U64) => map(&view::<i32>(lit)?, ty, |x: i32| x as u64),
+        (E::U32, E::S64) => map(&view::<u32>(lit)?, ty, i64::from),
+        (E::U32, E::U64) => map(&view::<u32>(lit)?, ty, u64::from),
+        (E::S64, E::U32) => map(&view::<i64>(lit)?, ty, |x: i64| x as u32),
+        (E::U64, E::S32) => map(&view::<u64>(lit)?, ty, |x: u64| x as i32),
+        (E::U64, E::U32) => map(&view::<u64>(lit)?, ty, |x: u64| x as u32),
+        (E::S64, E::U64) => map(&view::<i64>(lit)?, ty, |x: i64| x as u64),
+        (E::U64, E::S64) => map(&view::<u64>(lit)?, ty, |x: u64| x as i64),
+        (E::Pred, E::S32) => map(&view_bytes::<u8>(&lit.data), ty, |b: u8| i32::from(b != 0)),
+        (E::Pred, E::U32) => map(&view_bytes::<u8>(&lit.data), ty, |b: u8| u32::from(b != 0)),
+        (E::S32, E::Pred) => map(&view::<i32>(lit)?, ty, |x: i32| u8::from(x != 0)),
+        (E::U32, E::Pred) => map(&view::<u32>(lit)?, ty, |x: u32| u8::from(x != 0)),
         (E::Pred, E::F32) => map(&view_bytes::<u8>(&lit.data), ty, |b: u8| {
             if b != 0 {
                 1.0f32
@@ -586,6 +616,12 @@ mod tests {
             2_147_483_648.0,
             -2_147_483_648.0,
             -2_147_483_904.0,
+            // u32's edges.
+            4_294_967_040.0,
+            4_294_967_296.0,
+            3_000_000_000.5,
+            -0.75,
+            0.999_999_9,
             f32::from_bits(0x3f80_8000),
             f32::from_bits(0x3f81_8000),
             f32::from_bits(0x7f7f_ffff),
@@ -626,10 +662,20 @@ mod tests {
                 .collect()
         };
         let sources = [
-            (from_f32.clone(), vec![E::S32, E::F64, E::BF16, E::F16]),
-            (bytes(E::S32, raw(4)), vec![E::F32, E::S64, E::U32]),
-            (bytes(E::U32, raw(4)), vec![E::S32]),
-            (bytes(E::S64, raw(8)), vec![E::S32]),
+            (
+                from_f32.clone(),
+                vec![E::S32, E::U32, E::F64, E::BF16, E::F16],
+            ),
+            (
+                bytes(E::S32, raw(4)),
+                vec![E::F32, E::S64, E::U32, E::U64, E::Pred],
+            ),
+            (
+                bytes(E::U32, raw(4)),
+                vec![E::S32, E::F32, E::S64, E::U64, E::Pred],
+            ),
+            (bytes(E::S64, raw(8)), vec![E::S32, E::U32, E::U64]),
+            (bytes(E::U64, raw(8)), vec![E::S32, E::U32, E::S64]),
             (bytes(E::F64, raw(8)), vec![E::F32]),
             (bytes(E::BF16, raw(2)), vec![E::F32]),
             (bytes(E::F16, raw(2)), vec![E::F32]),
@@ -649,7 +695,7 @@ mod tests {
                     E::Pred,
                     (0..f32s.len()).map(|i| (i % 3 == 0) as u8).collect(),
                 ),
-                vec![E::F32],
+                vec![E::F32, E::S32, E::U32],
             ),
         ];
         for flush in [false, true] {
