@@ -38,12 +38,20 @@ pub(crate) trait Int: Copy + Ord + Eq + Default {
     fn bit_or(self, o: Self) -> Self;
     fn bit_xor(self, o: Self) -> Self;
     fn is_negative(self) -> bool;
+    /// Whether the type has at most 32 bits, so that [`narrow_div`] computes its quotients.
+    const NARROW: bool;
+    /// The value as f64 (exact for [`Int::NARROW`] types).
+    fn to_f64(self) -> f64;
 }
 
 macro_rules! impl_int {
-    ($t:ty, $u:ty, $signed:expr) => {
+    ($t:ty, $u:ty, $signed:expr, $narrow:expr) => {
         impl Int for $t {
             const SIGNED: bool = $signed;
+            const NARROW: bool = $narrow;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
             fn wadd(self, o: Self) -> Self {
                 self.wrapping_add(o)
             }
@@ -106,14 +114,74 @@ macro_rules! impl_int {
         }
     };
 }
-impl_int!(i8, u8, true);
-impl_int!(i16, u16, true);
-impl_int!(i32, u32, true);
-impl_int!(i64, u64, true);
-impl_int!(u8, u8, false);
-impl_int!(u16, u16, false);
-impl_int!(u32, u32, false);
-impl_int!(u64, u64, false);
+impl_int!(i8, u8, true, true);
+impl_int!(i16, u16, true, true);
+impl_int!(i32, u32, true, true);
+impl_int!(i64, u64, true, false);
+impl_int!(u8, u8, false, true);
+impl_int!(u16, u16, false, true);
+impl_int!(u32, u32, false, true);
+impl_int!(u64, u64, false, false);
+
+/// [`Int::xla_div`] for types of at most 32 bits ([`Int::NARROW`]) on f64 lanes, which
+/// vectorize where integer division does not (x86 has no vector integer divide). The
+/// quotient of two such integers rounds to an f64 whose truncation is the exact truncated
+/// quotient: its rounding error, under `|a| * 2^-53`, stays below the distance `1 / |b|`
+/// from a non-integer quotient to the nearest integer. The truncated quotient (at most
+/// 2^32 in magnitude) plus `1.5 * 2^52` holds it, wrapped, in its low mantissa bits (a
+/// conversion that vectorizes, where `as` is a scalar loop): `MIN / -1` comes out as
+/// `2^31`, which wraps to `MIN`, and `x / 0` is all ones, as in [`Int::xla_div`].
+#[inline(always)]
+pub(crate) fn narrow_div<T: Int>(a: T, b: T) -> T {
+    const INTEGER_BITS: f64 = 6_755_399_441_055_744.0;
+    let zero = b == T::default();
+    let divisor = if zero { 1.0 } else { b.to_f64() };
+    let q = (a.to_f64() / divisor).trunc() + INTEGER_BITS;
+    if zero {
+        T::from_bits(u64::MAX)
+    } else {
+        T::from_bits(q.to_bits())
+    }
+}
+
+/// [`Int::xla_rem`] for [`Int::NARROW`] types: `a - (a / b) * b` from [`narrow_div`]'s
+/// quotient, wrapping (`MIN % -1` is 0), and `a` for `b == 0`.
+#[inline(always)]
+pub(crate) fn narrow_rem<T: Int>(a: T, b: T) -> T {
+    let zero = b == T::default();
+    let q = narrow_div(a, b);
+    let r = a.wsub(q.wmul(b));
+    if zero {
+        a
+    } else {
+        r
+    }
+}
+
+/// The integer `sign`: -1, 0 or 1.
+#[inline(always)]
+fn int_sign<T: Int>(x: T) -> T {
+    if x.is_negative() {
+        T::one().wneg()
+    } else if x == T::default() {
+        x
+    } else {
+        T::one()
+    }
+}
+
+/// `popcnt` of the low `bits` bits.
+#[inline(always)]
+fn int_popcount<T: Int>(x: T, bits: u32) -> T {
+    T::from_bits(u64::from((x.bits() & low_mask(bits)).count_ones()))
+}
+
+/// `count_leading_zeros` at bit width `bits`.
+#[inline(always)]
+fn int_clz<T: Int>(x: T, bits: u32) -> T {
+    let lz = (x.bits() & low_mask(bits)).leading_zeros() - (64 - bits);
+    T::from_bits(u64::from(lz))
+}
 
 fn low_mask(bits: u32) -> u64 {
     if bits >= 64 {
@@ -527,31 +595,56 @@ fn map_int<T: Int>(v: &[T], kind: &OpKind, bits: u32) -> Option<Vec<T>> {
         K::Abs => v.iter().map(|x| x.wabs()).collect(),
         K::Negate => v.iter().map(|x| x.wneg()).collect(),
         K::Not => v.iter().map(|x| x.bit_not()).collect(),
-        K::Sign => v
-            .iter()
-            .map(|&x| {
-                if x.is_negative() {
-                    T::one().wneg()
-                } else if x == T::default() {
-                    x
-                } else {
-                    T::one()
-                }
-            })
-            .collect(),
-        K::PopulationCount => v
-            .iter()
-            .map(|x| T::from_bits(u64::from((x.bits() & low_mask(bits)).count_ones())))
-            .collect(),
-        K::CountLeadingZeros => v
-            .iter()
-            .map(|x| {
-                let lz = (x.bits() & low_mask(bits)).leading_zeros() - (64 - bits);
-                T::from_bits(u64::from(lz))
-            })
-            .collect(),
+        K::Sign => v.iter().map(|&x| int_sign(x)).collect(),
+        K::PopulationCount => v.iter().map(|&x| int_popcount(x, bits)).collect(),
+        K::CountLeadingZeros => v.iter().map(|&x| int_clz(x, bits)).collect(),
         _ => return None,
     })
+}
+
+/// `out[i] = kind(v[i])` for the unary ops on a plain integer type, on the widest vectors
+/// the CPU has, with [`map_int`]'s element functions; false, writing nothing, for the
+/// other ops.
+pub(crate) fn int_map_into<T: Plain + Int>(kind: &OpKind, v: &[T], out: &mut [T]) -> bool {
+    use OpKind as K;
+    let bits = 8 * std::mem::size_of::<T>() as u32;
+    match kind {
+        K::Abs => oxla_simd::map(v, out, T::wabs),
+        K::Negate => oxla_simd::map(v, out, T::wneg),
+        K::Not => oxla_simd::map(v, out, T::bit_not),
+        K::Sign => oxla_simd::map(v, out, int_sign),
+        K::PopulationCount => oxla_simd::map(v, out, |x| int_popcount(x, bits)),
+        K::CountLeadingZeros => oxla_simd::map(v, out, |x| int_clz(x, bits)),
+        _ => return false,
+    }
+    true
+}
+
+/// A unary op on a literal of a plain integer type, read in place ([`int_map_into`]);
+/// `None` for the other types and ops.
+fn int_unary_fast(kind: &OpKind, x: &Literal) -> Option<Result<Literal, IrError>> {
+    fn go<T: Plain + Int>(kind: &OpKind, x: &Literal) -> Option<Result<Literal, IrError>> {
+        if !int_map_into::<T>(kind, &[], &mut []) {
+            return None;
+        }
+        let v = typed::view::<T>(x)?;
+        let n = v.len();
+        Some(typed::build_overwritten::<T>(x.ty.clone(), n, |out| {
+            int_map_into(kind, &v, out);
+        }))
+    }
+    use ElementType as E;
+    match x.ty.element_type {
+        E::S8 => go::<i8>(kind, x),
+        E::S16 => go::<i16>(kind, x),
+        E::S32 => go::<i32>(kind, x),
+        E::S64 => go::<i64>(kind, x),
+        E::U8 => go::<u8>(kind, x),
+        E::U16 => go::<u16>(kind, x),
+        E::U32 => go::<u32>(kind, x),
+        E::U64 => go::<u64>(kind, x),
+        _ => None,
+    }
 }
 
 fn map_float<F: Float>(v: &[F], kind: &OpKind) -> Option<Vec<F>> {
@@ -740,7 +833,7 @@ pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
             ElementType::F32 => float_unary_fast::<f32>(kind, x),
             ElementType::F64 => float_unary_fast::<f64>(kind, x),
             ElementType::BF16 | ElementType::F16 => narrow_unary_fast(kind, x),
-            _ => None,
+            _ => int_unary_fast(kind, x),
         };
         if let Some(res) = fast {
             return res;
@@ -1079,7 +1172,8 @@ fn binary_fast(
     if !zip_bytes(et, kind, &mut [], &[], &[]) || !fits_plain(et, n, &[a, b]) {
         return None;
     }
-    let mut data = super::pool::take_zeroed(n * et.byte_size());
+    // `zip_bytes` writes every element.
+    let mut data = super::pool::take_for_overwrite(n * et.byte_size());
     if !zip_bytes(et, kind, &mut data, &a.data, &b.data) {
         return None;
     }
@@ -1148,6 +1242,8 @@ pub(crate) fn int_zip<T: Plain + Int>(kind: &OpKind, out: &mut [T], a: &[T], b: 
         K::Add => zip_into(out, a, b, T::wadd),
         K::Subtract => zip_into(out, a, b, T::wsub),
         K::Multiply => zip_into(out, a, b, T::wmul),
+        K::Divide if T::NARROW => zip_into(out, a, b, narrow_div),
+        K::Remainder if T::NARROW => zip_into(out, a, b, narrow_rem),
         K::Divide => zip_into(out, a, b, T::xla_div),
         K::Remainder => zip_into(out, a, b, T::xla_rem),
         K::Maximum => zip_into(out, a, b, std::cmp::max),
@@ -1513,4 +1609,109 @@ pub(crate) fn clamp(
         }
     };
     finish(cx, out, shape, et)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Edge values of a narrow integer type and a sweep of bit patterns.
+    fn samples<T: Int>(bits: u32) -> Vec<T> {
+        let min = if T::SIGNED { 1u64 << (bits - 1) } else { 0 };
+        let max = min.wrapping_sub(1) & low_mask(bits);
+        let mut v: Vec<T> = [
+            0,
+            1,
+            2,
+            3,
+            7,
+            min,
+            max,
+            min + 1,
+            max - 1,
+            u64::MAX,
+            u64::MAX - 6,
+        ]
+        .iter()
+        .map(|&b| T::from_bits(b))
+        .collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..300 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.push(T::from_bits(x));
+            v.push(T::from_bits(x % 1000));
+            v.push(T::from_bits((x % 1000).wrapping_neg()));
+        }
+        v
+    }
+
+    /// `int_zip`'s divide and remainder give `xla_div`/`xla_rem` for every pair of samples,
+    /// element by element and with either operand broadcast.
+    fn check_division<T: Plain + Int + std::fmt::Debug>(values: &[T]) {
+        let n = values.len();
+        for (kind, exact) in [
+            (OpKind::Divide, T::xla_div as fn(T, T) -> T),
+            (OpKind::Remainder, T::xla_rem),
+        ] {
+            let mut out = vec![T::default(); n];
+            for &b in values {
+                let divisors = vec![b; n];
+                assert!(int_zip(&kind, &mut out, values, &divisors));
+                let want: Vec<T> = values.iter().map(|&a| exact(a, b)).collect();
+                assert_eq!(out, want, "{kind:?} by {b:?}");
+                assert!(int_zip(&kind, &mut out, values, &[b]));
+                assert_eq!(out, want, "{kind:?} by a broadcast {b:?}");
+                assert!(int_zip(&kind, &mut out, &[b], values));
+                let want: Vec<T> = values.iter().map(|&d| exact(b, d)).collect();
+                assert_eq!(out, want, "{kind:?} of a broadcast {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_division_matches_xla_division() {
+        let every_i8: Vec<i8> = (i8::MIN..=i8::MAX).collect();
+        let every_u8: Vec<u8> = (0..=u8::MAX).collect();
+        check_division(&every_i8);
+        check_division(&every_u8);
+        check_division(&samples::<i16>(16));
+        check_division(&samples::<u16>(16));
+        check_division(&samples::<i32>(32));
+        check_division(&samples::<u32>(32));
+        // The wide types keep the scalar kernels.
+        check_division(&samples::<i64>(64)[..100]);
+        check_division(&samples::<u64>(64)[..100]);
+    }
+
+    fn check_unary<T: Plain + Int + std::fmt::Debug>(values: &[T]) {
+        let bits = 8 * std::mem::size_of::<T>() as u32;
+        use OpKind as K;
+        for kind in [
+            K::Abs,
+            K::Negate,
+            K::Not,
+            K::Sign,
+            K::PopulationCount,
+            K::CountLeadingZeros,
+        ] {
+            let mut out = vec![T::default(); values.len()];
+            assert!(int_map_into(&kind, values, &mut out));
+            assert_eq!(Some(out), map_int(values, &kind, bits), "{kind:?}");
+        }
+        assert!(!int_map_into(&K::Exponential, values, &mut []));
+    }
+
+    #[test]
+    fn integer_unary_loops_match_the_element_functions() {
+        check_unary(&samples::<i8>(8));
+        check_unary(&samples::<i16>(16));
+        check_unary(&samples::<i32>(32));
+        check_unary(&samples::<i64>(64));
+        check_unary(&samples::<u8>(8));
+        check_unary(&samples::<u16>(16));
+        check_unary(&samples::<u32>(32));
+        check_unary(&samples::<u64>(64));
+    }
 }
