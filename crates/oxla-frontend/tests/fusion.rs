@@ -207,6 +207,301 @@ fn random_elementwise_programs_fuse_without_changing_bits() {
     );
 }
 
+/// An integer argument value: often an edge (0, ±1, the extremes, shift amounts around
+/// the bit width), else small or any bit pattern.
+fn int_bits(rng: &mut Rng) -> u32 {
+    match rng.below(12) {
+        0 => 0,
+        1 => 1,
+        2 => u32::MAX,
+        3 => 1 << 31,
+        4 => i32::MAX as u32,
+        5 => [31, 32, 33, 64][rng.below(4)],
+        6 | 7 => rng.next() as u32,
+        _ => (rng.below(200) as i32 - 100) as u32,
+    }
+}
+
+/// Arguments for `main` of `module`: f32 and i1 as `main_args` makes them, s32 and u32 from
+/// [`int_bits`].
+fn int_program_args(rng: &mut Rng, module: &Module) -> Vec<Literal> {
+    let func = module.function("main").expect("main");
+    func.ty
+        .inputs
+        .iter()
+        .map(|ty| match ty {
+            Type::Tensor(t) if matches!(t.element_type, ElementType::S32 | ElementType::U32) => {
+                let n: usize = t.shape.iter().map(|&d| d as usize).product();
+                let data = (0..n).flat_map(|_| int_bits(rng).to_le_bytes()).collect();
+                Literal::new(t.clone(), data).expect("sized literal")
+            }
+            Type::Tensor(t) => literal(rng, t),
+            other => panic!("unexpected argument type {other}"),
+        })
+        .collect()
+}
+
+/// A random elementwise program mixing s32, u32, f32 and i1 values over `shape`: integer
+/// arithmetic (shifts by amounts past the bit width, division and remainder by zero and of
+/// `MIN` by -1), integer unary ops and compares, selects, converts among the four types,
+/// `bitcast_convert`s between u32 and f32 (from f32 arguments only: a NaN's payload, which
+/// fusion may change, would show in its bits), mask compares and xors, and broadcasts of
+/// integer scalars and rows, with a `reverse` (not fusible) in the middle.
+fn random_integer_program(rng: &mut Rng, shape: &[i64]) -> String {
+    let dims = shape_text(shape);
+    let ty = |et: &str| format!("tensor<{dims}{et}>");
+    let rank = shape.len();
+    let last = shape[rank - 1];
+    let mut body = String::new();
+    // Values by type: s32, u32, f32, i1.
+    let mut vals: [Vec<String>; 4] = [
+        vec!["%a".into(), "%b".into()],
+        vec!["%u".into()],
+        vec!["%f".into()],
+        vec!["%p".into()],
+    ];
+    let names = ["i32", "ui32", "f32", "i1"];
+    let mut n = 0;
+    let mut fresh = || {
+        n += 1;
+        format!("%v{n}")
+    };
+    let v = fresh();
+    body += &format!(
+        "    {v} = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<ui32>) -> {}\n",
+        ty("ui32")
+    );
+    vals[1].push(v);
+    let v = fresh();
+    body += &format!(
+        "    {v} = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<i32>) -> {}\n",
+        ty("i32")
+    );
+    vals[0].push(v);
+    let v = fresh();
+    body += &format!(
+        "    {v} = stablehlo.broadcast_in_dim %r, dims = [{}] : (tensor<{last}xi32>) -> {}\n",
+        rank - 1,
+        ty("i32")
+    );
+    vals[0].push(v);
+    let v = fresh();
+    body += &format!(
+        "    {v} = stablehlo.bitcast_convert %f : ({}) -> {}\n",
+        ty("f32"),
+        ty("ui32")
+    );
+    vals[1].push(v);
+    let binary = [
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "remainder",
+        "maximum",
+        "minimum",
+        "and",
+        "or",
+        "xor",
+        "shift_left",
+        "shift_right_logical",
+        "shift_right_arithmetic",
+    ];
+    let unary = [
+        "abs",
+        "negate",
+        "not",
+        "sign",
+        "popcnt",
+        "count_leading_zeros",
+    ];
+    let dirs = ["EQ", "NE", "LT", "LE", "GT", "GE"];
+    let steps = 6 + rng.below(16);
+    for step in 0..steps {
+        let v = fresh();
+        let pick = |rng: &mut Rng, from: &Vec<String>| from[rng.below(from.len())].clone();
+        // An integer type: s32 or u32.
+        let it = rng.below(2);
+        if step == steps / 2 {
+            let x = pick(rng, &vals[it]);
+            let t = ty(names[it]);
+            body += &format!("    {v} = stablehlo.reverse {x}, dims = [0] : {t}\n");
+            vals[it].push(v);
+            continue;
+        }
+        match rng.below(12) {
+            0..=3 => {
+                let op = binary[rng.below(binary.len())];
+                let (x, y) = (pick(rng, &vals[it]), pick(rng, &vals[it]));
+                body += &format!("    {v} = stablehlo.{op} {x}, {y} : {}\n", ty(names[it]));
+                vals[it].push(v);
+            }
+            4 => {
+                let op = unary[rng.below(unary.len())];
+                let x = pick(rng, &vals[it]);
+                body += &format!("    {v} = stablehlo.{op} {x} : {}\n", ty(names[it]));
+                vals[it].push(v);
+            }
+            5 => {
+                let dir = dirs[rng.below(dirs.len())];
+                // Integers, or masks.
+                let ct = if rng.below(4) == 0 { 3 } else { it };
+                let (x, y) = (pick(rng, &vals[ct]), pick(rng, &vals[ct]));
+                let kind = match ct {
+                    0 => "SIGNED",
+                    _ => "UNSIGNED",
+                };
+                let t = ty(names[ct]);
+                body += &format!(
+                    "    {v} = stablehlo.compare {dir}, {x}, {y}, {kind} : ({t}, {t}) -> {}\n",
+                    ty("i1")
+                );
+                vals[3].push(v);
+            }
+            6 => {
+                let st = rng.below(4);
+                let p = pick(rng, &vals[3]);
+                let (x, y) = (pick(rng, &vals[st]), pick(rng, &vals[st]));
+                let t = ty(names[st]);
+                body += &format!(
+                    "    {v} = stablehlo.select {p}, {x}, {y} : {}, {t}\n",
+                    ty("i1")
+                );
+                vals[st].push(v);
+            }
+            7 | 8 => {
+                let (from, to) = (rng.below(4), rng.below(4));
+                if from == 3 && to == 2 && rng.below(2) == 0 {
+                    // A mask xor now and then instead.
+                    let (x, y) = (pick(rng, &vals[3]), pick(rng, &vals[3]));
+                    body += &format!("    {v} = stablehlo.xor {x}, {y} : {}\n", ty("i1"));
+                    vals[3].push(v);
+                    continue;
+                }
+                let x = pick(rng, &vals[from]);
+                body += &format!(
+                    "    {v} = stablehlo.convert {x} : ({}) -> {}\n",
+                    ty(names[from]),
+                    ty(names[to])
+                );
+                vals[to].push(v);
+            }
+            9 => {
+                // The mantissa trick of `jax.random.uniform`: bits to a float in [1, 2).
+                let x = pick(rng, &vals[1]);
+                let (s, o, f) = (fresh(), fresh(), fresh());
+                let u = ty("ui32");
+                body += &format!(
+                    "    {s} = stablehlo.shift_right_logical {x}, {} : {u}\n",
+                    vals[1][1]
+                );
+                body += &format!("    {o} = stablehlo.or {s}, {} : {u}\n", vals[1][1]);
+                body += &format!(
+                    "    {f} = stablehlo.bitcast_convert {o} : ({u}) -> {}\n",
+                    ty("f32")
+                );
+                body += &format!(
+                    "    {v} = stablehlo.subtract {f}, {} : {}\n",
+                    pick(rng, &vals[2]),
+                    ty("f32")
+                );
+                vals[2].push(v);
+            }
+            _ => {
+                let op = ["add", "multiply", "maximum", "divide"][rng.below(4)];
+                let (x, y) = (pick(rng, &vals[2]), pick(rng, &vals[2]));
+                body += &format!("    {v} = stablehlo.{op} {x}, {y} : {}\n", ty("f32"));
+                vals[2].push(v);
+            }
+        }
+    }
+    // Return the last value of each type and an earlier s32 (also read by later ops).
+    let results = [
+        vals[0][vals[0].len() - 1].clone(),
+        vals[1][vals[1].len() - 1].clone(),
+        vals[2][vals[2].len() - 1].clone(),
+        vals[3][vals[3].len() - 1].clone(),
+        vals[0][vals[0].len() / 2].clone(),
+    ];
+    let (s, u, f, m) = (ty("i32"), ty("ui32"), ty("f32"), ty("i1"));
+    format!(
+        "func.func @main(%a: {s}, %b: {s}, %u: {u}, %f: {f}, %p: {m}, %k: tensor<ui32>, %z: tensor<i32>, %r: tensor<{last}xi32>) -> ({s}, {u}, {f}, {m}, {s}) {{\n{body}    return {}, {}, {}, {}, {} : {s}, {u}, {f}, {m}, {s}\n}}\n",
+        results[0], results[1], results[2], results[3], results[4]
+    )
+}
+
+#[test]
+fn random_integer_programs_fuse_without_changing_bits() {
+    let shapes: [&[i64]; 6] = [&[7, 5], &[1, 9], &[2, 3, 4], &[40, 1037], &[8], &[3, 2048]];
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let mut fused_programs = 0;
+    for case in 0..240 {
+        let shape = shapes[case % shapes.len()];
+        let text = random_integer_program(&mut rng, shape);
+        let module = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        if !fused_groups(&module, "main").is_empty() {
+            fused_programs += 1;
+        }
+        let args = int_program_args(&mut rng, &module);
+        assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
+    }
+    assert!(
+        fused_programs > 150,
+        "only {fused_programs} of 240 programs formed a fused group"
+    );
+}
+
+/// JAX's threefry hash and its uniform and integer tails (as `jax.random.uniform` and
+/// `randint` lower them) fuse into groups of integer and float members, with the bits of
+/// the op-by-op path.
+const THREEFRY_ROUND: &str = "func.func @main(%x0: tensor<64x300xui32>, %x1: tensor<64x300xui32>, %k: tensor<ui32>, %rot: tensor<4xui32>) -> (tensor<64x300xf32>, tensor<64x300xi32>) {
+  %c32 = stablehlo.constant dense<32> : tensor<ui32>
+  %kb = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<ui32>) -> tensor<64x300xui32>
+  %s0 = stablehlo.slice %rot [0:1] : (tensor<4xui32>) -> tensor<1xui32>
+  %r0 = stablehlo.reshape %s0 : (tensor<1xui32>) -> tensor<ui32>
+  %a0 = stablehlo.add %x0, %x1 : tensor<64x300xui32>
+  %b0 = stablehlo.broadcast_in_dim %r0, dims = [] : (tensor<ui32>) -> tensor<64x300xui32>
+  %l0 = stablehlo.shift_left %x1, %b0 : tensor<64x300xui32>
+  %n0 = stablehlo.subtract %c32, %r0 : tensor<ui32>
+  %m0 = stablehlo.broadcast_in_dim %n0, dims = [] : (tensor<ui32>) -> tensor<64x300xui32>
+  %h0 = stablehlo.shift_right_logical %x1, %m0 : tensor<64x300xui32>
+  %o0 = stablehlo.or %l0, %h0 : tensor<64x300xui32>
+  %y0 = stablehlo.xor %a0, %o0 : tensor<64x300xui32>
+  %z0 = stablehlo.add %y0, %kb : tensor<64x300xui32>
+  %w = stablehlo.xor %a0, %z0 : tensor<64x300xui32>
+  %c9 = stablehlo.constant dense<9> : tensor<ui32>
+  %n9 = stablehlo.broadcast_in_dim %c9, dims = [] : (tensor<ui32>) -> tensor<64x300xui32>
+  %sh = stablehlo.shift_right_logical %w, %n9 : tensor<64x300xui32>
+  %cone = stablehlo.constant dense<1065353216> : tensor<ui32>
+  %one = stablehlo.broadcast_in_dim %cone, dims = [] : (tensor<ui32>) -> tensor<64x300xui32>
+  %or = stablehlo.or %sh, %one : tensor<64x300xui32>
+  %fl = stablehlo.bitcast_convert %or : (tensor<64x300xui32>) -> tensor<64x300xf32>
+  %cf = stablehlo.constant dense<1.0> : tensor<f32>
+  %fone = stablehlo.broadcast_in_dim %cf, dims = [] : (tensor<f32>) -> tensor<64x300xf32>
+  %u = stablehlo.subtract %fl, %fone : tensor<64x300xf32>
+  %c100 = stablehlo.constant dense<100> : tensor<ui32>
+  %span = stablehlo.broadcast_in_dim %c100, dims = [] : (tensor<ui32>) -> tensor<64x300xui32>
+  %rem = stablehlo.remainder %w, %span : tensor<64x300xui32>
+  %int = stablehlo.convert %rem : (tensor<64x300xui32>) -> tensor<64x300xi32>
+  return %u, %int : tensor<64x300xf32>, tensor<64x300xi32>
+}
+";
+
+#[test]
+fn threefry_rounds_fuse_integer_and_float_members() {
+    let module = parse_text(THREEFRY_ROUND).unwrap();
+    let groups = fused_groups(&module, "main");
+    assert!(
+        groups.iter().any(|&ops| ops >= 15),
+        "the hash and its tails did not fuse: {groups:?}"
+    );
+    let mut rng = Rng(7);
+    for _ in 0..4 {
+        let args = int_program_args(&mut rng, &module);
+        assert_fusion_invisible(&module, &args, "threefry round");
+    }
+}
+
 /// A chain of `+ - * / max min` where each op reads the previous result (as its first
 /// operand, its second, or both) and, for the other operand, an argument, a broadcast row,
 /// a per-row value or a scalar: scalar operands, one-value instructions and direct

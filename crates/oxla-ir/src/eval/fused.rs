@@ -1,8 +1,11 @@
-//! Loop fusion of elementwise f32 work.
+//! Loop fusion of elementwise f32 and 32-bit integer work.
 //!
 //! [`find_groups`] picks, in one block, runs of elementwise ops whose results share one
-//! static shape (f32 values and the `i1` masks compares make), plus the `broadcast_in_dim`s
-//! that feed them. [`FusedKernel::run`] then evaluates a group in one pass over tiles of
+//! static shape (f32, s32 and u32 values and the `i1` masks compares make), plus the
+//! `broadcast_in_dim`s that feed them. Every value lives in 32-bit lanes: integers are
+//! held by their bits in the f32 registers and each integer instruction reads them as
+//! `i32` or `u32` (so a `bitcast_convert` between u32 and f32, or a `convert` between s32
+//! and u32, moves no data), and masks are 0.0/1.0. [`FusedKernel::run`] then evaluates a group in one pass over tiles of
 //! [`TILE`] elements: every input is read in place (a broadcast through strides, never
 //! materialised), intermediates live in tile-sized registers, and only the values used
 //! outside the group are written out, by the instruction computing them when no later one
@@ -11,13 +14,18 @@
 //! such values compute one element. Large groups split their tiles over threads.
 //!
 //! Each tile op calls the same scalar kernels as the op-by-op path (`Float::map_common`,
-//! `fmax`, `fmin`, ...), so fused results are bit-identical to unfused ones.
+//! `fmax`, `fmin`, `int_zip`, `int_map_into`, the conversions' element functions, ...),
+//! so fused results are bit-identical to unfused ones. Integer instructions take a
+//! one-value operand (a broadcast scalar, say) as a one-element slice, as the op-by-op
+//! loops do, instead of filling a tile with it.
 //!
 //! A kernel whose instructions and input patterns generated code covers runs as that code
 //! instead of tile by tile (see [`super::tile_code`]), with the same bits.
 
 use super::context::{extents, strides, OpCx};
-use super::elementwise::{fmax, fmin, max_op, min_op, ordering_matches, Blend, Float};
+use super::elementwise::{
+    fmax, fmin, int_map_into, int_zip, max_op, min_op, ordering_matches, Blend, Float,
+};
 use super::threads;
 use super::tile_code::KernelCode;
 use super::typed;
@@ -57,7 +65,20 @@ pub(crate) enum Member {
     Not,
     And,
     Or,
-    /// The result is the operand (`convert` i1->f32 or f32->f32; masks are 0.0/1.0).
+    Xor,
+    /// A unary op on 32-bit integers (signed when the flag says so).
+    IntUnary(OpKind, bool),
+    /// A binary op on 32-bit integers (signed when the flag says so).
+    IntBinary(OpKind, bool),
+    /// A compare of 32-bit integers (signed when the flag says so).
+    IntCompare {
+        dir: ComparisonDirection,
+        signed: bool,
+    },
+    /// A `convert` that changes the lanes' contents.
+    Convert(Conversion),
+    /// The result is the operand's bits (`convert` i1->f32, between s32 and u32 or to the
+    /// same type, and `bitcast_convert` among f32, s32 and u32; masks are 0.0/1.0).
     Identity,
     /// `broadcast_in_dim` of a value: a strided load when the value comes from outside the
     /// group, the identity when it is a group value of the same shape.
@@ -65,6 +86,72 @@ pub(crate) enum Member {
         strides: Vec<usize>,
         identity: bool,
     },
+}
+
+/// A `convert` between lane types, computed as the op-by-op path converts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Conversion {
+    /// `i1` (0.0/1.0) to s32 or u32: 0 or 1.
+    MaskToInt,
+    /// s32 or u32 to `i1`: whether the value is not 0.
+    IntToMask,
+    S32ToF32,
+    U32ToF32,
+    /// Truncation, saturating, NaN to 0.
+    F32ToS32,
+    /// Truncation, saturating, NaN to 0.
+    F32ToU32,
+}
+
+/// Whether values of `et` live in a fused group's 32-bit lanes as they are (not masks).
+fn is_lane_type(et: ElementType) -> bool {
+    matches!(et, ElementType::F32 | ElementType::S32 | ElementType::U32)
+}
+
+/// How a `convert` from `from` to `to` joins a group, if it can.
+fn conversion(from: ElementType, to: ElementType) -> Option<Member> {
+    use ElementType::{Pred, F32, S32, U32};
+    Some(match (from, to) {
+        _ if from == to => Member::Identity,
+        (Pred, F32) | (S32, U32) | (U32, S32) => Member::Identity,
+        (Pred, S32 | U32) => Member::Convert(Conversion::MaskToInt),
+        (S32 | U32, Pred) => Member::Convert(Conversion::IntToMask),
+        (S32, F32) => Member::Convert(Conversion::S32ToF32),
+        (U32, F32) => Member::Convert(Conversion::U32ToF32),
+        (F32, S32) => Member::Convert(Conversion::F32ToS32),
+        (F32, U32) => Member::Convert(Conversion::F32ToU32),
+        _ => return None,
+    })
+}
+
+/// Whether `kind` is a unary op the tile loops run on 32-bit integers.
+fn is_int_unary(kind: &OpKind) -> bool {
+    use OpKind as K;
+    matches!(
+        kind,
+        K::Abs | K::Negate | K::Not | K::Sign | K::PopulationCount | K::CountLeadingZeros
+    )
+}
+
+/// Whether `kind` is a binary op the tile loops run on 32-bit integers.
+fn is_int_binary(kind: &OpKind) -> bool {
+    use OpKind as K;
+    matches!(
+        kind,
+        K::Add
+            | K::Subtract
+            | K::Multiply
+            | K::Divide
+            | K::Remainder
+            | K::Maximum
+            | K::Minimum
+            | K::And
+            | K::Or
+            | K::Xor
+            | K::ShiftLeft
+            | K::ShiftRightLogical
+            | K::ShiftRightArithmetic
+    )
 }
 
 /// The static shape and element type of a tensor value.
@@ -87,50 +174,26 @@ pub(crate) fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
     let out = tensor_of(func, *result)?;
     let shape = out.shape.clone();
     let et = out.element_type;
-    if !matches!(et, ElementType::F32 | ElementType::Pred) {
+    if !is_lane_type(et) && et != ElementType::Pred {
         return None;
     }
-    // Every operand must have the result's shape and the given element types.
-    let operands_are = |types: &[ElementType]| {
-        op.operands.len() == types.len()
-            && op.operands.iter().zip(types).all(|(&v, &want)| {
-                tensor_of(func, v).is_some_and(|t| t.shape == shape && t.element_type == want)
-            })
-    };
-    use ElementType::{Pred, F32};
-    let member = match &op.kind {
-        K::BroadcastInDim => {
-            let operand = tensor_of(func, *op.operands.first()?)?;
-            if op.operands.len() != 1 || operand.element_type != et {
-                return None;
-            }
-            let cx = OpCx { op, func };
-            let dims = cx.i64s("broadcast_dimensions").ok()?;
-            let dims = cx.dims("broadcast_dimensions", &dims, shape.len()).ok()?;
-            let (src, dst) = (extents(&operand.shape), extents(&shape));
-            if dims.len() != src.len() {
-                return None;
-            }
-            let src_strides = strides(&src);
-            let mut out_strides = vec![0usize; dst.len()];
-            for (i, &d) in dims.iter().enumerate() {
-                if out_strides[d] != 0 || (src[i] != 1 && src[i] != dst[d]) {
-                    return None;
-                }
-                if src[i] == dst[d] && src[i] != 1 {
-                    out_strides[d] = src_strides[i];
-                }
-            }
-            let identity = src == dst && dims.iter().enumerate().all(|(i, &d)| i == d);
-            Member::Broadcast {
-                strides: out_strides,
-                identity,
-            }
-        }
-        K::Convert if et == F32 && (operands_are(&[Pred]) || operands_are(&[F32])) => {
-            Member::Identity
-        }
-        K::Compare if et == Pred && operands_are(&[F32, F32]) => {
+    if op.kind == K::BroadcastInDim {
+        let member = broadcast_member(func, op, &shape, et)?;
+        return Some((shape, member));
+    }
+    // Every other member's operands have the result's shape.
+    let types: SmallVec<[ElementType; 3]> = op
+        .operands
+        .iter()
+        .map(|&v| tensor_of(func, v).filter(|t| t.shape == shape))
+        .map(|t| t.map(|t| t.element_type))
+        .collect::<Option<_>>()?;
+    use ElementType::{Pred, F32, S32, U32};
+    let signed = et == S32;
+    let member = match (&op.kind, types.as_slice()) {
+        (K::Convert, &[from]) => conversion(from, et)?,
+        (K::BitcastConvert, &[from]) if is_lane_type(from) && is_lane_type(et) => Member::Identity,
+        (K::Compare, &[a, b]) if et == Pred && a == b => {
             let dir = match op.attr("comparison_direction") {
                 Some(Attribute::ComparisonDirection(d)) => *d,
                 _ => return None,
@@ -139,24 +202,70 @@ pub(crate) fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
                 op.attr("compare_type"),
                 Some(Attribute::ComparisonType(ComparisonType::TotalOrder))
             );
-            Member::Compare { dir, total }
+            match a {
+                F32 => Member::Compare { dir, total },
+                // Masks order as their 0.0/1.0 values.
+                Pred => Member::Compare { dir, total: false },
+                S32 | U32 => Member::IntCompare {
+                    dir,
+                    signed: a == S32,
+                },
+                _ => return None,
+            }
         }
-        K::Select if et == F32 && operands_are(&[Pred, F32, F32]) => Member::Select,
-        K::Clamp if et == F32 && operands_are(&[F32, F32, F32]) => Member::Clamp,
-        K::Not if et == Pred && operands_are(&[Pred]) => Member::Not,
-        K::And if et == Pred && operands_are(&[Pred, Pred]) => Member::And,
-        K::Or if et == Pred && operands_are(&[Pred, Pred]) => Member::Or,
-        K::Add | K::Subtract | K::Multiply | K::Divide | K::Maximum | K::Minimum | K::Power
-            if et == F32 && operands_are(&[F32, F32]) =>
-        {
-            Member::Binary(op.kind.clone())
+        (K::Select, &[Pred, t, f]) if t == et && f == et => Member::Select,
+        (K::Clamp, &[F32, F32, F32]) if et == F32 => Member::Clamp,
+        (K::Not, &[Pred]) if et == Pred => Member::Not,
+        (K::And, &[Pred, Pred]) if et == Pred => Member::And,
+        (K::Or, &[Pred, Pred]) if et == Pred => Member::Or,
+        (K::Xor, &[Pred, Pred]) if et == Pred => Member::Xor,
+        (kind, &[a]) if matches!(et, S32 | U32) && a == et && is_int_unary(kind) => {
+            Member::IntUnary(kind.clone(), signed)
         }
-        kind if et == F32 && operands_are(&[F32]) && f32::map_common(&[0.0], &mut [0.0], kind) => {
+        (kind, &[a, b]) if matches!(et, S32 | U32) && a == et && b == et && is_int_binary(kind) => {
+            Member::IntBinary(kind.clone(), signed)
+        }
+        (
+            K::Add | K::Subtract | K::Multiply | K::Divide | K::Maximum | K::Minimum | K::Power,
+            &[F32, F32],
+        ) if et == F32 => Member::Binary(op.kind.clone()),
+        (kind, &[F32]) if et == F32 && f32::map_common(&[0.0], &mut [0.0], kind) => {
             Member::Unary(kind.clone())
         }
         _ => return None,
     };
     Some((shape, member))
+}
+
+/// How a `broadcast_in_dim` of a value of element type `et` to `shape` joins a group: its
+/// operand's stride per output dimension.
+fn broadcast_member(func: &Function, op: &Op, shape: &[i64], et: ElementType) -> Option<Member> {
+    let operand = tensor_of(func, *op.operands.first()?)?;
+    if op.operands.len() != 1 || operand.element_type != et {
+        return None;
+    }
+    let cx = OpCx { op, func };
+    let dims = cx.i64s("broadcast_dimensions").ok()?;
+    let dims = cx.dims("broadcast_dimensions", &dims, shape.len()).ok()?;
+    let (src, dst) = (extents(&operand.shape), extents(shape));
+    if dims.len() != src.len() {
+        return None;
+    }
+    let src_strides = strides(&src);
+    let mut out_strides = vec![0usize; dst.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        if out_strides[d] != 0 || (src[i] != 1 && src[i] != dst[d]) {
+            return None;
+        }
+        if src[i] == dst[d] && src[i] != 1 {
+            out_strides[d] = src_strides[i];
+        }
+    }
+    let identity = src == dst && dims.iter().enumerate().all(|(i, &d)| i == d);
+    Some(Member::Broadcast {
+        strides: out_strides,
+        identity,
+    })
 }
 
 /// Every value `op` reads, including from inside its regions.
@@ -295,6 +404,11 @@ pub(crate) enum Inst {
     Not(usize),
     And(usize, usize),
     Or(usize, usize),
+    Xor(usize, usize),
+    IntUnary(OpKind, bool, usize),
+    IntBinary(OpKind, bool, usize, usize),
+    IntCompare(ComparisonDirection, bool, usize, usize),
+    Convert(Conversion, usize),
 }
 
 /// A value read from outside the group.
@@ -304,8 +418,8 @@ struct Input {
     ty: TensorType,
     /// Per output dimension, the input's stride in elements (0 where it broadcasts).
     strides: Vec<usize>,
-    /// Whether the input is laid out like the output (f32, no broadcast), so tiles read it
-    /// in place.
+    /// Whether the input is laid out like the output (32-bit lanes, no broadcast), so tiles
+    /// read it in place.
     in_place: bool,
     reg: usize,
 }
@@ -328,8 +442,9 @@ pub(crate) struct FusedKernel {
     input_values: Vec<ValueId>,
     /// Per input: its index in `input_values`.
     input_slot: Vec<usize>,
-    /// Per instruction: the output it may write straight into the caller's memory (an f32
-    /// output whose register no later instruction reads), skipping the register.
+    /// Per instruction: the output it may write straight into the caller's memory (an
+    /// output of 32-bit lanes whose register no later instruction reads), skipping the
+    /// register.
     direct: Vec<Option<usize>>,
     /// The kernel as generated code, where it has that form (see [`super::tile_code`]).
     code: Option<KernelCode>,
@@ -360,7 +475,7 @@ impl FusedKernel {
             }
             let ty = tensor_of(func, value)?.clone();
             *n_vregs += 1;
-            let in_place = ty.element_type == ElementType::F32 && strides == row_major;
+            let in_place = is_lane_type(ty.element_type) && strides == row_major;
             inputs.push(Input {
                 value,
                 ty,
@@ -405,6 +520,15 @@ impl FusedKernel {
                 Member::Not => Inst::Not(src[0]),
                 Member::And => Inst::And(src[0], src[1]),
                 Member::Or => Inst::Or(src[0], src[1]),
+                Member::Xor => Inst::Xor(src[0], src[1]),
+                Member::IntUnary(kind, signed) => Inst::IntUnary(kind.clone(), *signed, src[0]),
+                Member::IntBinary(kind, signed) => {
+                    Inst::IntBinary(kind.clone(), *signed, src[0], src[1])
+                }
+                Member::IntCompare { dir, signed } => {
+                    Inst::IntCompare(*dir, *signed, src[0], src[1])
+                }
+                Member::Convert(conversion) => Inst::Convert(*conversion, src[0]),
             };
             n_vregs += 1;
             vreg.insert(result, n_vregs - 1);
@@ -447,8 +571,8 @@ impl FusedKernel {
     }
 
     /// Per instruction, the output it writes directly (see [`FusedKernel::direct`]): the
-    /// last writer of an f32 output's register, when no later instruction reads that
-    /// register and no other output shares it.
+    /// last writer of the register of an output of 32-bit lanes, when no later instruction
+    /// reads that register and no other output shares it.
     fn direct_outputs(&self) -> Vec<Option<usize>> {
         let mut direct = vec![None; self.insts.len()];
         for (k, &(_, r, et)) in self.outputs.iter().enumerate() {
@@ -459,7 +583,7 @@ impl FusedKernel {
             let read_later = self.insts[i + 1..]
                 .iter()
                 .any(|(inst, _)| inst.sources().contains(&r));
-            if et == ElementType::F32 && !shared && !read_later {
+            if is_lane_type(et) && !shared && !read_later {
                 direct[i] = Some(k);
             }
         }
@@ -594,7 +718,7 @@ impl FusedKernel {
         for (input, &k) in self.inputs.iter().zip(&self.input_slot) {
             let lit = args[k];
             let data = match input.ty.element_type {
-                ElementType::F32 => Source::F32(typed::view_bytes::<f32>(&lit.data)),
+                et if is_lane_type(et) => Source::F32(typed::view_bytes::<f32>(&lit.data)),
                 _ if widen_masks => match widened_views.next() {
                     Some(wide) => Source::F32(typed::view_bytes::<f32>(wide)),
                     None => Source::Pred(&lit.data),
@@ -942,10 +1066,11 @@ impl FusedKernel {
                     views[dst] = View::Splat(out[0]);
                     continue;
                 }
-                // Arithmetic with one one-value operand runs with it as a scalar; any other
-                // instruction reads one-value operands filled out to tiles.
+                // Arithmetic with one one-value operand runs with it as a scalar, integer
+                // instructions read it as a one-element slice; any other instruction reads
+                // one-value operands filled out to tiles.
                 let scalar_op = scalar_operand(inst, &views);
-                if scalar_op.is_none() {
+                if scalar_op.is_none() && !inst.broadcasts_one_value() {
                     for &r in &srcs {
                         if let View::Splat(v) = views[r] {
                             let reg = &mut regs[r * width..][..len];
@@ -961,8 +1086,10 @@ impl FusedKernel {
                 let (below, rest) = regs.split_at_mut(dst * width);
                 let (reg_out, above) = rest.split_at_mut(width);
                 let (below, above) = (&*below, &*above);
-                let read = |r: usize| match views[r] {
+                let held = &views;
+                let read = |r: usize| match &held[r] {
                     View::Slice(v) => v,
+                    View::Splat(v) => std::slice::from_ref(v),
                     _ if r < dst => &below[r * width..][..len],
                     _ => &above[(r - dst - 1) * width..][..len],
                 };
@@ -1108,22 +1235,38 @@ fn splat_at(shape: &[usize], strides: &[usize], index: &[usize], len: usize) -> 
 impl Inst {
     pub(crate) fn sources(&self) -> SmallVec<[usize; 3]> {
         match *self {
-            Inst::Unary(_, a) | Inst::Not(a) => smallvec::smallvec![a],
+            Inst::Unary(_, a) | Inst::Not(a) | Inst::IntUnary(_, _, a) | Inst::Convert(_, a) => {
+                smallvec::smallvec![a]
+            }
             Inst::Binary(_, a, b)
             | Inst::Compare(_, _, a, b)
             | Inst::And(a, b)
-            | Inst::Or(a, b) => smallvec::smallvec![a, b],
+            | Inst::Or(a, b)
+            | Inst::Xor(a, b)
+            | Inst::IntBinary(_, _, a, b)
+            | Inst::IntCompare(_, _, a, b) => smallvec::smallvec![a, b],
             Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => smallvec::smallvec![a, b, c],
         }
     }
 
+    /// Whether the instruction reads a one-value operand as a one-element slice (the
+    /// integer loops broadcast it, as the op-by-op path's do) rather than a filled tile.
+    fn broadcasts_one_value(&self) -> bool {
+        matches!(self, Inst::IntBinary(..) | Inst::IntCompare(..))
+    }
+
     fn map_sources(&mut self, f: impl Fn(usize) -> usize) {
         match self {
-            Inst::Unary(_, a) | Inst::Not(a) => *a = f(*a),
+            Inst::Unary(_, a) | Inst::Not(a) | Inst::IntUnary(_, _, a) | Inst::Convert(_, a) => {
+                *a = f(*a)
+            }
             Inst::Binary(_, a, b)
             | Inst::Compare(_, _, a, b)
             | Inst::And(a, b)
-            | Inst::Or(a, b) => {
+            | Inst::Or(a, b)
+            | Inst::Xor(a, b)
+            | Inst::IntBinary(_, _, a, b)
+            | Inst::IntCompare(_, _, a, b) => {
                 *a = f(*a);
                 *b = f(*b);
             }
@@ -1136,7 +1279,7 @@ impl Inst {
     }
 
     /// Computes one tile into `out` from the registers `r` reads (tiles of `out.len()`
-    /// elements).
+    /// elements; an integer instruction's operand may be one element, which broadcasts).
     pub(crate) fn exec<'r>(&self, r: &dyn Fn(usize) -> &'r [f32], out: &mut [f32]) {
         use OpKind as K;
         let mask = |b: bool| if b { 1.0 } else { 0.0 };
@@ -1200,7 +1343,82 @@ impl Inst {
             Inst::Not(a) => oxla_simd::map(r(*a), out, |x| mask(x == 0.0)),
             Inst::And(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 && y != 0.0)),
             Inst::Or(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 || y != 0.0)),
+            Inst::Xor(a, b) => zip(out, r(*a), r(*b), |x, y| mask((x != 0.0) != (y != 0.0))),
+            Inst::IntUnary(kind, signed, a) => {
+                let a = r(*a);
+                if *signed {
+                    int_map_into::<i32>(kind, lanes(a), lanes_mut(out));
+                } else {
+                    int_map_into::<u32>(kind, lanes(a), lanes_mut(out));
+                }
+            }
+            Inst::IntBinary(kind, signed, a, b) => {
+                let (a, b) = (r(*a), r(*b));
+                if *signed {
+                    int_zip::<i32>(kind, lanes_mut(out), lanes(a), lanes(b));
+                } else {
+                    int_zip::<u32>(kind, lanes_mut(out), lanes(a), lanes(b));
+                }
+            }
+            Inst::IntCompare(dir, signed, a, b) => {
+                let (a, b) = (r(*a), r(*b));
+                if *signed {
+                    compare_ints::<i32>(*dir, lanes(a), lanes(b), out);
+                } else {
+                    compare_ints::<u32>(*dir, lanes(a), lanes(b), out);
+                }
+            }
+            Inst::Convert(conversion, a) => convert_lanes(*conversion, r(*a), out),
         }
+    }
+}
+
+/// A register's lanes as integers of `T` (bits reinterpreted).
+fn lanes<T: bytemuck::Pod>(v: &[f32]) -> &[T] {
+    bytemuck::cast_slice(v)
+}
+
+/// [`lanes`] for writing.
+fn lanes_mut<T: bytemuck::Pod>(v: &mut [f32]) -> &mut [T] {
+    bytemuck::cast_slice_mut(v)
+}
+
+/// `out[i] = a[i] dir b[i]` as 0.0/1.0 masks under the integers' order, where an operand of
+/// one element broadcasts (the op-by-op path compares the same way into bytes).
+fn compare_ints<T: Copy + PartialOrd>(dir: ComparisonDirection, a: &[T], b: &[T], out: &mut [f32]) {
+    use ComparisonDirection as D;
+    let n = out.len();
+    let mask = |b: bool| if b { 1.0f32 } else { 0.0 };
+    macro_rules! each {
+        ($op:tt) => {
+            match (a, b) {
+                (&[x], _) if b.len() == n => oxla_simd::map(b, out, |y| mask(x $op y)),
+                (_, &[y]) if a.len() == n => oxla_simd::map(a, out, |x| mask(x $op y)),
+                _ => oxla_simd::zip(a, b, out, |x, y| mask(x $op y)),
+            }
+        };
+    }
+    match dir {
+        D::Eq => each!(==),
+        D::Ne => each!(!=),
+        D::Lt => each!(<),
+        D::Le => each!(<=),
+        D::Gt => each!(>),
+        D::Ge => each!(>=),
+    }
+}
+
+/// `out = conversion(a)` on 32-bit lanes, with the element functions of the op-by-op
+/// conversions (`convert::convert_fast` and the general path agree on each).
+fn convert_lanes(conversion: Conversion, a: &[f32], out: &mut [f32]) {
+    use Conversion as C;
+    match conversion {
+        C::MaskToInt => oxla_simd::map(a, lanes_mut::<u32>(out), |x| u32::from(x != 0.0)),
+        C::IntToMask => oxla_simd::map(lanes::<u32>(a), out, |x| f32::from(u8::from(x != 0))),
+        C::S32ToF32 => oxla_simd::map(lanes::<i32>(a), out, |x| x as f32),
+        C::U32ToF32 => oxla_simd::map(lanes::<u32>(a), out, |x| x as f32),
+        C::F32ToS32 => oxla_simd::map(a, lanes_mut::<i32>(out), oxla_simd::f32_to_i32),
+        C::F32ToU32 => oxla_simd::map(a, lanes_mut::<u32>(out), super::convert::f32_to_u32),
     }
 }
 
@@ -1374,10 +1592,11 @@ fn fill(dst: &mut [f32], v: f32) {
     }
 }
 
-/// Writes `vals` as elements of type `et` to the start of `dst`.
+/// Writes `vals` as elements of type `et` to the start of `dst` (32-bit lanes by their
+/// bits, masks as bytes).
 fn store(vals: &[f32], et: ElementType, dst: &mut [u8]) {
     match et {
-        ElementType::F32 => {
+        _ if is_lane_type(et) => {
             let dst = &mut dst[..vals.len() * 4];
             match bytemuck::try_cast_slice_mut::<u8, f32>(dst) {
                 Ok(d) if cfg!(target_endian = "little") => d.copy_from_slice(vals),

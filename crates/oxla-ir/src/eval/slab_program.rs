@@ -216,6 +216,12 @@ impl Builder<'_> {
             Member::Not => Inst::Not(src(0)?),
             Member::And => Inst::And(src(0)?, src(1)?),
             Member::Or => Inst::Or(src(0)?, src(1)?),
+            // Slab programs hold f32 values and masks only.
+            Member::Xor
+            | Member::IntUnary(..)
+            | Member::IntBinary(..)
+            | Member::IntCompare { .. }
+            | Member::Convert(_) => return None,
         };
         // Same-shape operands (checked by `classify`) have the result's element count.
         if inst.sources().iter().any(|&s| self.lens[s] != self.lens[r]) {

@@ -128,6 +128,11 @@ fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
         F::Not(a) => G::Not(r(*a)?),
         F::And(a, b) => G::And(r(*a)?, r(*b)?),
         F::Or(a, b) => G::Or(r(*a)?, r(*b)?),
+        // Generated code computes on f32 and masks only: kernels with mask xors, integer
+        // instructions or conversions run on the tile loops.
+        F::Xor(..) | F::IntUnary(..) | F::IntBinary(..) | F::IntCompare(..) | F::Convert(..) => {
+            return None
+        }
     })
 }
 
