@@ -30,6 +30,26 @@ fn index_values(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<i128>, IrError> {
     if !et.is_int() {
         return Err(cx.invalid(format!("indices must be integers, not {et}")));
     }
+    fn widened<T: Plain + Into<i128>>(data: &[u8]) -> Vec<i128> {
+        super::typed::view_bytes::<T>(data)
+            .iter()
+            .map(|&v| v.into())
+            .collect()
+    }
+    if fast_paths() {
+        use ElementType as E;
+        match et {
+            E::S32 => return Ok(widened::<i32>(&lit.data)),
+            E::S64 => return Ok(widened::<i64>(&lit.data)),
+            E::U32 => return Ok(widened::<u32>(&lit.data)),
+            E::U64 => return Ok(widened::<u64>(&lit.data)),
+            E::S16 => return Ok(widened::<i16>(&lit.data)),
+            E::U16 => return Ok(widened::<u16>(&lit.data)),
+            E::S8 => return Ok(widened::<i8>(&lit.data)),
+            E::U8 => return Ok(widened::<u8>(&lit.data)),
+            _ => {}
+        }
+    }
     let arr = decode(lit);
     Ok((0..arr.len())
         .map(|i| match arr.scalar_at(i) {
@@ -121,32 +141,29 @@ fn batch_starts(
     let values = index_values(cx, indices)?;
     let rank = operand_shape.len();
     let mut starts = Vec::with_capacity(n_batch * rank.max(1));
+    // Entry `k` of the index vector of the batch position at `pos` is
+    // `values[base + k * vector_stride]`, with `base` kept up to date as `pos` steps.
+    let vector_stride = if ivd < idx_rank { idx_str[ivd] } else { 0 };
+    let batch_strides: Vec<usize> = batch_dims.iter().map(|&d| idx_str[d]).collect();
     let mut pos = vec![0usize; shape.len()];
+    let mut base = 0usize;
     for _ in 0..n_batch {
-        let base: usize = batch_dims
-            .iter()
-            .zip(&pos)
-            .map(|(&d, &p)| p * idx_str[d])
-            .sum();
         let at_start = starts.len();
         starts.resize(at_start + rank.max(1), 0);
         let start = &mut starts[at_start..];
         for (k, &d) in start_map.iter().enumerate() {
-            let at = if ivd < idx_rank {
-                base + k * idx_str[ivd]
-            } else {
-                base
-            };
-            start[d] = values[at];
+            start[d] = values[base + k * vector_stride];
         }
         for (&ob, &bp) in operand_batching.iter().zip(&batching_pos) {
             start[ob] = pos[bp] as i128;
         }
         for d in (0..pos.len()).rev() {
             pos[d] += 1;
+            base += batch_strides[d];
             if pos[d] < shape[d] {
                 break;
             }
+            base -= batch_strides[d] * shape[d];
             pos[d] = 0;
         }
     }
@@ -274,16 +291,24 @@ impl WindowRuns {
     /// one block copy per run; `None` when a run leaves `src`.
     fn gather(&self, src: &[u8], esize: usize, bases: &[usize]) -> Option<Vec<u8>> {
         let bytes = self.run * esize;
-        if bytes == 0 || bases.is_empty() {
+        let window = self.starts.len() * bytes;
+        if window == 0 || bases.is_empty() {
             return Some(Vec::new());
         }
-        let mut data = super::pool::take_empty(bases.len() * self.starts.len() * bytes);
-        for &base in bases {
-            for &start in &self.starts {
-                let at = (base + start) * esize;
-                data.extend_from_slice(src.get(at..at + bytes)?);
-            }
+        let last = self.starts.iter().max().map_or(0, |&s| s + self.run);
+        if bases.iter().any(|&b| (b + last) * esize > src.len()) {
+            return None;
         }
+        let mut data = super::pool::take_for_overwrite(bases.len() * window);
+        super::shape::split_bytes(&mut data, window, |at, piece| {
+            let bases = &bases[at / window..];
+            for (out, &base) in piece.chunks_exact_mut(window).zip(bases) {
+                for (o, &start) in out.chunks_exact_mut(bytes).zip(&self.starts) {
+                    let at = (base + start) * esize;
+                    o.copy_from_slice(&src[at..at + bytes]);
+                }
+            }
+        });
         Some(data)
     }
 }
@@ -526,18 +551,25 @@ pub(crate) fn gather(
             "result type {out_ty} does not match the gathered shape"
         )));
     }
+    // Per operand dim: the highest start that keeps the slice inside, for the dims the
+    // index vectors address (clamped there), `None` for the others.
+    let highest: Vec<Option<i128>> = (0..rank)
+        .map(|d| {
+            start_map
+                .contains(&d)
+                .then(|| (op_ext[d] - sizes[d]) as i128)
+        })
+        .collect();
     let bases: Vec<usize> = batches
         .each()
         .map(|start| {
-            (0..rank)
-                .map(|d| {
-                    let hi = (op_ext[d] - sizes[d]) as i128;
-                    let s = if start_map.contains(&d) {
-                        start[d].clamp(0, hi)
-                    } else {
-                        start[d]
-                    };
-                    s as usize * op_str[d]
+            start
+                .iter()
+                .zip(&highest)
+                .zip(&op_str)
+                .map(|((&s, &hi), &st)| {
+                    let s = hi.map_or(s, |hi| s.clamp(0, hi));
+                    s as usize * st
                 })
                 .sum()
         })

@@ -47,7 +47,8 @@ pub(crate) fn with_general_paths<R>(f: impl FnOnce() -> R) -> R {
 ///
 /// Dimensions that step through the source as one are merged first, so each row is as long
 /// as the layout allows; a row is then one `memcpy` (stride 1), one fill (stride 0, a
-/// broadcast) or one reversed copy (stride -1, `reverse`).
+/// broadcast) or one reversed copy (stride -1, `reverse`), and large outputs split over
+/// the threads.
 pub(crate) fn strided_copy(
     src: &[u8],
     esize: usize,
@@ -65,51 +66,124 @@ pub(crate) fn strided_copy(
     } else {
         (out.to_vec(), strides.to_vec())
     };
-    let mut res = super::pool::take_for_overwrite(n * esize);
-    let rank = out.len();
-    let (inner, inner_stride) = if rank == 0 {
-        (1, 1)
-    } else {
-        (out[rank - 1], strides[rank - 1])
+    // The lowest and highest elements read bound every read.
+    let (mut lo, mut hi) = (offset, offset);
+    for (&e, &s) in out.iter().zip(&strides) {
+        let reach = (e as isize - 1) * s;
+        lo += reach.min(0);
+        hi += reach.max(0);
+    }
+    if lo < 0 {
+        return Err(internal("negative source index"));
+    }
+    if (hi as usize + 1) * esize > src.len() {
+        return Err(internal("source index out of range"));
+    }
+    let view = StridedView {
+        src,
+        esize,
+        out: &out,
+        strides: &strides,
+        offset,
+        fast,
     };
-    let mut idx = vec![0usize; rank];
-    let mut base = offset;
-    for row in res.chunks_exact_mut(inner * esize) {
-        // The row's first and last source elements bound all of it.
-        let last = base + (inner as isize - 1) * inner_stride;
-        let lo = usize::try_from(base.min(last)).map_err(|_| internal("negative source index"))?;
-        let hi = usize::try_from(base.max(last)).map_err(|_| internal("negative source index"))?;
-        let span = src
-            .get(lo * esize..(hi + 1) * esize)
-            .ok_or_else(|| internal("source index out of range"))?;
-        match inner_stride {
+    let mut res = super::pool::take_for_overwrite(n * esize);
+    if fast {
+        split_bytes(&mut res, esize, |at, piece| {
+            view.copy_range(at / esize, piece)
+        });
+    } else {
+        view.copy_range(0, &mut res);
+    }
+    Ok(res)
+}
+
+/// The index space of [`strided_copy`], whose reads its caller has checked against `src`.
+struct StridedView<'a> {
+    src: &'a [u8],
+    esize: usize,
+    out: &'a [usize],
+    strides: &'a [isize],
+    offset: isize,
+    /// Whether rows of stride 0 and -1 may take their fast forms.
+    fast: bool,
+}
+
+impl StridedView<'_> {
+    /// Writes the elements from flat output position `first` on into `dst`, row piece by
+    /// row piece.
+    fn copy_range(&self, first: usize, dst: &mut [u8]) {
+        let esize = self.esize;
+        let rank = self.out.len();
+        let (inner, inner_stride) = match rank {
+            0 => (1, 1),
+            _ => (self.out[rank - 1], self.strides[rank - 1]),
+        };
+        // The index of `first` and the source element it reads.
+        let mut idx = vec![0usize; rank];
+        let mut rest = first;
+        let mut base = self.offset;
+        for d in (0..rank).rev() {
+            idx[d] = rest % self.out[d];
+            rest /= self.out[d];
+            base += idx[d] as isize * self.strides[d];
+        }
+        let mut dst = dst;
+        while !dst.is_empty() {
+            let col = idx.last().copied().unwrap_or(0);
+            let count = (inner - col).min(dst.len() / esize);
+            let (row, tail) = std::mem::take(&mut dst).split_at_mut(count * esize);
+            self.copy_row(base, inner_stride, row);
+            dst = tail;
+            if dst.is_empty() {
+                break;
+            }
+            // On to the start of the next row.
+            base -= col as isize * inner_stride;
+            if let Some(last) = idx.last_mut() {
+                *last = 0;
+            }
+            for d in (0..rank.saturating_sub(1)).rev() {
+                idx[d] += 1;
+                base += self.strides[d];
+                if idx[d] < self.out[d] {
+                    break;
+                }
+                base -= self.strides[d] * self.out[d] as isize;
+                idx[d] = 0;
+            }
+        }
+    }
+
+    /// Writes elements `base + j * stride` of the source to consecutive slots of `row`.
+    fn copy_row(&self, base: isize, stride: isize, row: &mut [u8]) {
+        let esize = self.esize;
+        let count = row.len() / esize;
+        if count == 0 {
+            return;
+        }
+        let last = base + (count as isize - 1) * stride;
+        let lo = base.min(last) as usize;
+        let hi = base.max(last) as usize;
+        let span = &self.src[lo * esize..(hi + 1) * esize];
+        match stride {
             1 => row.copy_from_slice(span),
-            0 if fast => fill_elements(row, span),
-            -1 if fast => reverse_elements(span, row, esize),
+            0 if self.fast => fill_piece(row, span),
+            -1 if self.fast => reverse_elements(span, row, esize),
             _ => match esize {
-                4 => gather::<4>(src, row, base, inner_stride),
-                8 => gather::<8>(src, row, base, inner_stride),
-                2 => gather::<2>(src, row, base, inner_stride),
-                1 => gather::<1>(src, row, base, inner_stride),
+                4 => gather::<4>(self.src, row, base, stride),
+                8 => gather::<8>(self.src, row, base, stride),
+                2 => gather::<2>(self.src, row, base, stride),
+                1 => gather::<1>(self.src, row, base, stride),
                 _ => {
                     for (j, out) in row.chunks_exact_mut(esize).enumerate() {
-                        let p = (base + j as isize * inner_stride) as usize * esize;
-                        out.copy_from_slice(&src[p..p + esize]);
+                        let p = (base + j as isize * stride) as usize * esize;
+                        out.copy_from_slice(&self.src[p..p + esize]);
                     }
                 }
             },
         }
-        for d in (0..rank.saturating_sub(1)).rev() {
-            idx[d] += 1;
-            base += strides[d];
-            if idx[d] < out[d] {
-                break;
-            }
-            base -= strides[d] * out[d] as isize;
-            idx[d] = 0;
-        }
     }
-    Ok(res)
 }
 
 /// Merges adjacent dimensions that step through the source as one (`strides[d] ==
@@ -136,9 +210,31 @@ fn merge_dims(out: &[usize], strides: &[isize]) -> (Vec<usize>, Vec<isize>) {
     (ext, st)
 }
 
-/// Fills `dst` (a whole number of elements) with copies of the one element `value`: a
-/// `memset` when its bytes are all alike, otherwise copies of a block built by doubling.
+/// Bytes from which a fill or block copy splits over the evaluator's threads.
+const PARALLEL_BYTES: usize = 2 << 20;
+
+/// Runs `job(offset, piece)` on consecutive pieces of `dst` that together cover it, each a
+/// whole number of `unit`-byte elements: one piece, or one per thread when `dst` is large.
+pub(crate) fn split_bytes(dst: &mut [u8], unit: usize, job: impl Fn(usize, &mut [u8]) + Sync) {
+    let threads = super::threads::count().max(1);
+    if dst.len() < PARALLEL_BYTES || threads == 1 || unit == 0 {
+        job(0, dst);
+        return;
+    }
+    let per = dst.len().div_ceil(threads).next_multiple_of(unit);
+    let pieces = dst.chunks_mut(per).enumerate();
+    super::threads::for_each(pieces, |(i, piece)| job(i * per, piece));
+}
+
+/// Fills `dst` (a whole number of elements) with copies of the one element `value`, split
+/// over the threads when large.
 pub(crate) fn fill_elements(dst: &mut [u8], value: &[u8]) {
+    split_bytes(dst, value.len(), |_, piece| fill_piece(piece, value));
+}
+
+/// [`fill_elements`] on one thread: a `memset` when the element's bytes are all alike,
+/// otherwise copies of a block built by doubling.
+fn fill_piece(dst: &mut [u8], value: &[u8]) {
     let esize = value.len();
     if esize == 0 || dst.is_empty() {
         return;
@@ -598,8 +694,10 @@ pub(crate) fn dynamic_slice(
 /// last use), otherwise a copy in a buffer of the thread's cache.
 pub(crate) fn owned_bytes(lit: Literal) -> Vec<u8> {
     std::sync::Arc::try_unwrap(lit.data).unwrap_or_else(|shared| {
-        let mut bytes = super::pool::take_empty(shared.len());
-        bytes.extend_from_slice(&shared);
+        let mut bytes = super::pool::take_for_overwrite(shared.len());
+        split_bytes(&mut bytes, 1, |at, piece| {
+            piece.copy_from_slice(&shared[at..at + piece.len()]);
+        });
         bytes
     })
 }
@@ -676,12 +774,30 @@ pub(crate) fn concatenate(cx: OpCx<'_>, inputs: &[&Literal]) -> Result<Literal, 
     let outer: usize = ext[..dim].iter().product();
     let inner: usize = ext[dim + 1..].iter().product::<usize>() * et.byte_size();
     let ty = TensorType::new(shape, et);
-    let mut out = super::pool::take_empty(ty.byte_size().unwrap_or(0));
-    for o in 0..outer {
-        for lit in inputs {
-            let chunk = lit.ty.shape[dim] as usize * inner;
-            out.extend_from_slice(&lit.data[o * chunk..(o + 1) * chunk]);
+    let chunks: Vec<usize> = inputs
+        .iter()
+        .map(|lit| lit.ty.shape[dim] as usize * inner)
+        .collect();
+    let row: usize = chunks.iter().sum();
+    let mut out = super::pool::take_for_overwrite(ty.byte_size().unwrap_or(0));
+    if row == 0 {
+        return Literal::new(ty, out);
+    }
+    // Output row `o` is row `o` of each input in turn.
+    let fill = |first: usize, piece: &mut [u8]| {
+        for (k, out_row) in piece.chunks_exact_mut(row).enumerate() {
+            let o = first + k;
+            let mut at = 0;
+            for (lit, &chunk) in inputs.iter().zip(&chunks) {
+                out_row[at..at + chunk].copy_from_slice(&lit.data[o * chunk..(o + 1) * chunk]);
+                at += chunk;
+            }
         }
+    };
+    if fast_paths() {
+        split_bytes(&mut out, row, |at, piece| fill(at / row, piece));
+    } else {
+        fill(0, &mut out[..outer * row]);
     }
     Literal::new(ty, out)
 }
