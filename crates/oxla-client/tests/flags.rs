@@ -103,7 +103,17 @@ fn client_flags_take_effect() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(phases, ["read", "verify", "check", "inline", "divisions", "verify-plan"]);
+    assert_eq!(
+        phases,
+        [
+            "read",
+            "verify",
+            "check",
+            "inline",
+            "divisions",
+            "verify-plan"
+        ]
+    );
 
     // Trace: written when the client went away, with compile, execute and transfer events.
     let trace: serde_json::Value =
@@ -118,7 +128,14 @@ fn client_flags_take_effect() {
     };
     assert_eq!(
         named("compile"),
-        ["read", "verify", "check", "inline", "divisions", "verify-plan"]
+        [
+            "read",
+            "verify",
+            "check",
+            "inline",
+            "divisions",
+            "verify-plan"
+        ]
     );
     assert_eq!(named("execute"), ["execute jit_add on device 0"]);
     let transfers = named("transfer");
