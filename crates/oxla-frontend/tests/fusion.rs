@@ -292,6 +292,20 @@ fn random_integer_program(rng: &mut Rng, shape: &[i64]) -> String {
         ty("ui32")
     );
     vals[1].push(v);
+    // Splat constants of every type.
+    for (k, (et, value)) in [
+        ("i32", format!("{}", int_bits(rng) as i32)),
+        ("ui32", format!("{}", int_bits(rng))),
+        ("f32", "-2.5".to_string()),
+        ("i1", "true".to_string()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let v = fresh();
+        body += &format!("    {v} = stablehlo.constant dense<{value}> : {}\n", ty(et));
+        vals[k].push(v);
+    }
     let binary = [
         "add",
         "subtract",
@@ -670,6 +684,129 @@ fn generated_sine_hands_arguments_beyond_its_reduction_to_the_tile_loops() {
             .collect();
         let x = Literal::from_f32(&[300, 517], &values).expect("literal");
         assert_fusion_invisible(&module, &[x], &format!("one in {every} beyond"));
+    }
+}
+
+/// `erf_inv` as JAX sends it to a plugin (CHLO decomposed, with its coefficients folded
+/// into splat constants of the full shape), over `SHAPE`.
+fn erf_inv_program(shape: &str) -> String {
+    let body = ERF_INV_BODY.replace("1048576x", &format!("{shape}x"));
+    format!(
+        "func.func @main(%arg0: tensor<{shape}xf32>) -> tensor<{shape}xf32> {{\n{body}    return %61 : tensor<{shape}xf32>\n}}\n"
+    )
+}
+
+const ERF_INV_BODY: &str = "    %0 = stablehlo.constant dense<0x7F800000> : tensor<1048576xf32>
+    %1 = stablehlo.constant dense<1.000000e+00> : tensor<1048576xf32>
+    %2 = stablehlo.constant dense<2.8329768e+00> : tensor<1048576xf32>
+    %3 = stablehlo.constant dense<1.5014094e+00> : tensor<1048576xf32>
+    %4 = stablehlo.constant dense<1.001674e+00> : tensor<1048576xf32>
+    %5 = stablehlo.constant dense<2.4664073e-01> : tensor<1048576xf32>
+    %6 = stablehlo.constant dense<9.4388705e-03> : tensor<1048576xf32>
+    %7 = stablehlo.constant dense<-4.1776816e-03> : tensor<1048576xf32>
+    %8 = stablehlo.constant dense<-7.6224613e-03> : tensor<1048576xf32>
+    %9 = stablehlo.constant dense<-1.253725e-03> : tensor<1048576xf32>
+    %10 = stablehlo.constant dense<5.7395077e-03> : tensor<1048576xf32>
+    %11 = stablehlo.constant dense<2.1858087e-04> : tensor<1048576xf32>
+    %12 = stablehlo.constant dense<-3.6734284e-03> : tensor<1048576xf32>
+    %13 = stablehlo.constant dense<-4.3915065e-06> : tensor<1048576xf32>
+    %14 = stablehlo.constant dense<1.3493432e-03> : tensor<1048576xf32>
+    %15 = stablehlo.constant dense<-3.5233877e-06> : tensor<1048576xf32>
+    %16 = stablehlo.constant dense<1.0095056e-04> : tensor<1048576xf32>
+    %17 = stablehlo.constant dense<3.4327394e-07> : tensor<1048576xf32>
+    %18 = stablehlo.constant dense<-2.0021426e-04> : tensor<1048576xf32>
+    %19 = stablehlo.constant dense<2.8102264e-08> : tensor<1048576xf32>
+    %20 = stablehlo.constant dense<3.000000e+00> : tensor<1048576xf32>
+    %21 = stablehlo.constant dense<2.500000e+00> : tensor<1048576xf32>
+    %22 = stablehlo.constant dense<5.000000e+00> : tensor<1048576xf32>
+    %23 = stablehlo.negate %arg0 : tensor<1048576xf32>
+    %24 = stablehlo.multiply %arg0, %23 : tensor<1048576xf32>
+    %25 = stablehlo.log_plus_one %24 : tensor<1048576xf32>
+    %26 = stablehlo.negate %25 : tensor<1048576xf32>
+    %27 = stablehlo.compare LT, %26, %22 : (tensor<1048576xf32>, tensor<1048576xf32>) -> tensor<1048576xi1>
+    %28 = stablehlo.subtract %26, %21 : tensor<1048576xf32>
+    %29 = stablehlo.sqrt %26 : tensor<1048576xf32>
+    %30 = stablehlo.subtract %29, %20 : tensor<1048576xf32>
+    %31 = stablehlo.select %27, %28, %30 : tensor<1048576xi1>, tensor<1048576xf32>
+    %32 = stablehlo.select %27, %19, %18 : tensor<1048576xi1>, tensor<1048576xf32>
+    %33 = stablehlo.select %27, %17, %16 : tensor<1048576xi1>, tensor<1048576xf32>
+    %34 = stablehlo.multiply %32, %31 : tensor<1048576xf32>
+    %35 = stablehlo.add %33, %34 : tensor<1048576xf32>
+    %36 = stablehlo.select %27, %15, %14 : tensor<1048576xi1>, tensor<1048576xf32>
+    %37 = stablehlo.multiply %35, %31 : tensor<1048576xf32>
+    %38 = stablehlo.add %36, %37 : tensor<1048576xf32>
+    %39 = stablehlo.select %27, %13, %12 : tensor<1048576xi1>, tensor<1048576xf32>
+    %40 = stablehlo.multiply %38, %31 : tensor<1048576xf32>
+    %41 = stablehlo.add %39, %40 : tensor<1048576xf32>
+    %42 = stablehlo.select %27, %11, %10 : tensor<1048576xi1>, tensor<1048576xf32>
+    %43 = stablehlo.multiply %41, %31 : tensor<1048576xf32>
+    %44 = stablehlo.add %42, %43 : tensor<1048576xf32>
+    %45 = stablehlo.select %27, %9, %8 : tensor<1048576xi1>, tensor<1048576xf32>
+    %46 = stablehlo.multiply %44, %31 : tensor<1048576xf32>
+    %47 = stablehlo.add %45, %46 : tensor<1048576xf32>
+    %48 = stablehlo.select %27, %7, %6 : tensor<1048576xi1>, tensor<1048576xf32>
+    %49 = stablehlo.multiply %47, %31 : tensor<1048576xf32>
+    %50 = stablehlo.add %48, %49 : tensor<1048576xf32>
+    %51 = stablehlo.select %27, %5, %4 : tensor<1048576xi1>, tensor<1048576xf32>
+    %52 = stablehlo.multiply %50, %31 : tensor<1048576xf32>
+    %53 = stablehlo.add %51, %52 : tensor<1048576xf32>
+    %54 = stablehlo.select %27, %3, %2 : tensor<1048576xi1>, tensor<1048576xf32>
+    %55 = stablehlo.multiply %53, %31 : tensor<1048576xf32>
+    %56 = stablehlo.add %54, %55 : tensor<1048576xf32>
+    %57 = stablehlo.multiply %56, %arg0 : tensor<1048576xf32>
+    %58 = stablehlo.abs %arg0 : tensor<1048576xf32>
+    %59 = stablehlo.compare EQ, %58, %1 : (tensor<1048576xf32>, tensor<1048576xf32>) -> tensor<1048576xi1>
+    %60 = stablehlo.multiply %arg0, %0 : tensor<1048576xf32>
+    %61 = stablehlo.select %59, %60, %57 : tensor<1048576xi1>, tensor<1048576xf32>
+";
+
+#[test]
+fn splat_constants_join_groups_as_one_value_registers() {
+    // A few splat constants in generated code, which reads them as one-value inputs.
+    let text =
+        "func.func @main(%x: tensor<128x100xf32>) -> (tensor<128x100xf32>, tensor<128x100xf32>) {
+  %three = stablehlo.constant dense<3.0> : tensor<128x100xf32>
+  %half = stablehlo.constant dense<-0.5> : tensor<128x100xf32>
+  %y = stablehlo.multiply %x, %three : tensor<128x100xf32>
+  %z = stablehlo.add %y, %half : tensor<128x100xf32>
+  %m = stablehlo.maximum %z, %three : tensor<128x100xf32>
+  return %m, %half : tensor<128x100xf32>, tensor<128x100xf32>
+}
+";
+    let module = parse_text(text).expect("parses");
+    assert_eq!(fused_groups(&module, "main"), vec![5]);
+    if tile_code::available() {
+        assert_eq!(generated_groups(&module, "main"), vec![true]);
+    }
+    let mut rng = Rng(3);
+    let args = main_args(&mut rng, &module);
+    assert_fusion_invisible(&module, &args, "splat constants in generated code");
+    // The same over the tile loops, and JAX's `erf_inv` with 22 coefficients as splat
+    // constants (more registers than generated code has) over 12800 and 45 elements: the
+    // group holds them instead of reading materialised ones, with the same bits.
+    let small = parse_text(&text.replace("128x100", "5x9")).expect("parses");
+    assert_fusion_invisible(&small, &main_args(&mut rng, &small), "splat constants");
+    for shape in ["128x100", "5x9"] {
+        let module = parse_text(&erf_inv_program(shape)).expect("parses");
+        assert_eq!(fused_groups(&module, "main"), vec![62], "{shape}");
+        let mut rng = Rng(11);
+        for _ in 0..3 {
+            let args = main_args(&mut rng, &module);
+            assert_fusion_invisible(&module, &args, &format!("erf_inv over {shape}"));
+            // Values inside (-1, 1) too.
+            let inside: Vec<Literal> = args
+                .iter()
+                .map(|a| {
+                    let v: Vec<f32> = a
+                        .data
+                        .chunks_exact(4)
+                        .map(|c| (f32::from_le_bytes([c[0], c[1], c[2], c[3]]) / 11.0).sin())
+                        .collect();
+                    Literal::from_f32(&a.ty.shape, &v).expect("literal")
+                })
+                .collect();
+            assert_fusion_invisible(&module, &inside, &format!("erf_inv inside over {shape}"));
+        }
     }
 }
 

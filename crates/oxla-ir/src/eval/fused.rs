@@ -77,6 +77,11 @@ pub(crate) enum Member {
     },
     /// A `convert` that changes the lanes' contents.
     Convert(Conversion),
+    /// A splat `constant` of the group's shape (its one value, as lane bits or a 0.0/1.0
+    /// mask): the kernel holds the value, so the constant is never materialised (JAX's
+    /// decompositions of CHLO ops, such as `erf_inv`, fold their coefficients into such
+    /// constants).
+    Splat(f32),
     /// The result is the operand's bits (`convert` i1->f32, between s32 and u32 or to the
     /// same type, and `bitcast_convert` among f32, s32 and u32; masks are 0.0/1.0).
     Identity,
@@ -181,6 +186,9 @@ pub(crate) fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
         let member = broadcast_member(func, op, &shape, et)?;
         return Some((shape, member));
     }
+    if op.kind == K::Constant {
+        return Some((shape, Member::Splat(splat_value(op, out)?)));
+    }
     // Every other member's operands have the result's shape.
     let types: SmallVec<[ElementType; 3]> = op
         .operands
@@ -235,6 +243,22 @@ pub(crate) fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
         _ => return None,
     };
     Some((shape, member))
+}
+
+/// The one value of a splat `constant` of type `ty` as its lane holds it (a mask as
+/// 0.0/1.0); `None` for other constants.
+fn splat_value(op: &Op, ty: &TensorType) -> Option<f32> {
+    let Some(Attribute::Elements(e)) = op.attr("value") else {
+        return None;
+    };
+    if !e.splat || e.ty != *ty || !op.operands.is_empty() {
+        return None;
+    }
+    match (ty.element_type, e.data.as_ref()) {
+        (et, &[a, b, c, d]) if is_lane_type(et) => Some(f32::from_le_bytes([a, b, c, d])),
+        (ElementType::Pred, &[b]) => Some(f32::from(u8::from(b != 0))),
+        _ => None,
+    }
 }
 
 /// How a `broadcast_in_dim` of a value of element type `et` to `shape` joins a group: its
@@ -359,7 +383,12 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[b
     for (g, list) in members.iter().enumerate() {
         let computes = list
             .iter()
-            .filter(|(_, m)| !matches!(m, Member::Identity | Member::Broadcast { .. }))
+            .filter(|(_, m)| {
+                !matches!(
+                    m,
+                    Member::Identity | Member::Broadcast { .. } | Member::Splat(_)
+                )
+            })
             .count();
         if list.len() < 2 || computes == 0 {
             continue;
@@ -442,6 +471,12 @@ pub(crate) struct FusedKernel {
     input_values: Vec<ValueId>,
     /// Per input: its index in `input_values`.
     input_slot: Vec<usize>,
+    /// The splat constants the kernel holds: their registers and values (one-element
+    /// slices, as generated code reads a one-value input).
+    splat_regs: Vec<usize>,
+    splat_values: Vec<f32>,
+    /// All-zero strides, as generated code reads a splat constant.
+    zero_strides: Vec<usize>,
     /// Per instruction: the output it may write straight into the caller's memory (an
     /// output of 32-bit lanes whose register no later instruction reads), skipping the
     /// register.
@@ -485,7 +520,15 @@ impl FusedKernel {
             });
             Some(*n_vregs - 1)
         };
+        let (mut splat_regs, mut splat_values) = (Vec::new(), Vec::new());
         for (op, member) in ops {
+            if let Member::Splat(v) = member {
+                n_vregs += 1;
+                vreg.insert(op.results[0], n_vregs - 1);
+                splat_regs.push(n_vregs - 1);
+                splat_values.push(*v);
+                continue;
+            }
             let mut src = Vec::with_capacity(op.operands.len());
             if !matches!(member, Member::Broadcast { .. }) {
                 for &v in &op.operands {
@@ -529,6 +572,7 @@ impl FusedKernel {
                     Inst::IntCompare(*dir, *signed, src[0], src[1])
                 }
                 Member::Convert(conversion) => Inst::Convert(*conversion, src[0]),
+                Member::Splat(_) => continue,
             };
             n_vregs += 1;
             vreg.insert(result, n_vregs - 1);
@@ -538,6 +582,7 @@ impl FusedKernel {
             .iter()
             .map(|&v| Some((v, *vreg.get(&v)?, tensor_of(func, v)?.element_type)))
             .collect::<Option<_>>()?;
+        let shape_rank = shape.len();
         let mut kernel = FusedKernel {
             shape,
             inputs,
@@ -548,6 +593,9 @@ impl FusedKernel {
             num_ops: ops.len(),
             input_values: Vec::new(),
             input_slot: Vec::new(),
+            splat_regs,
+            splat_values,
+            zero_strides: vec![0; shape_rank],
             direct: Vec::new(),
             code: None,
         };
@@ -616,6 +664,9 @@ impl FusedKernel {
         for input in &self.inputs {
             phys[input.reg] = Some(alloc(&mut free));
         }
+        for &r in &self.splat_regs {
+            phys[r] = Some(alloc(&mut free));
+        }
         for i in 0..end {
             let dst = self.insts[i].1;
             // The destination is taken before the sources are released, so it never
@@ -641,6 +692,9 @@ impl FusedKernel {
         let map = |r: usize| phys[r].unwrap_or(0);
         for input in &mut self.inputs {
             input.reg = map(input.reg);
+        }
+        for r in &mut self.splat_regs {
+            *r = map(*r);
         }
         for (inst, dst) in &mut self.insts {
             inst.map_sources(map);
@@ -802,19 +856,31 @@ impl FusedKernel {
         true
     }
 
-    /// The kernel's inputs as its generated code reads them (strides and register). The
-    /// code computes on f32: `i1` inputs reach it widened to 0.0/1.0 ([`FusedKernel::run`])
-    /// and `i1` outputs leave it narrowed back ([`FusedKernel::run_generated`]).
+    /// The kernel's inputs as its generated code reads them (strides and register), then
+    /// its splat constants (one value each, [`FusedKernel::splat_slices`]). The code
+    /// computes on f32: `i1` inputs reach it widened to 0.0/1.0 ([`FusedKernel::run`]) and
+    /// `i1` outputs leave it narrowed back ([`FusedKernel::run_generated`]).
     fn code_inputs(&self) -> Option<Vec<(&[usize], usize)>> {
         let f32_or_mask = |et: ElementType| matches!(et, ElementType::F32 | ElementType::Pred);
         let inputs = self.inputs.iter().all(|i| f32_or_mask(i.ty.element_type));
         let outputs = self.outputs.iter().all(|&(_, _, et)| f32_or_mask(et));
         (inputs && outputs).then(|| {
+            let splats = self
+                .splat_regs
+                .iter()
+                .map(|&r| (self.zero_strides.as_slice(), r));
             self.inputs
                 .iter()
                 .map(|i| (i.strides.as_slice(), i.reg))
+                .chain(splats)
                 .collect()
         })
+    }
+
+    /// The splat constants' values as one-element inputs of the generated code, in
+    /// [`FusedKernel::code_inputs`] order.
+    fn splat_slices(&self) -> impl Iterator<Item = &[f32]> {
+        self.splat_values.iter().map(std::slice::from_ref)
     }
 
     /// Per input of the kernel, its value among `args` (the distinct input values, as
@@ -874,6 +940,7 @@ impl FusedKernel {
         if outs.len() != self.outputs.len() {
             return false;
         }
+        inputs.extend(self.splat_slices());
         inputs.push(init);
         let mut dsts: SmallVec<[&mut [f32]; 4]> = outs
             .iter_mut()
@@ -967,6 +1034,7 @@ impl FusedKernel {
                 Source::Pred(_) => return None,
             }
         }
+        inputs.extend(self.splat_slices());
         // Mask outputs are computed as 0.0/1.0 into scratch values, then narrowed to bytes.
         let mut masks: SmallVec<[Vec<u8>; 2]> = self
             .outputs
@@ -1046,6 +1114,9 @@ impl FusedKernel {
                         }
                     },
                 };
+            }
+            for (&r, &v) in self.splat_regs.iter().zip(&self.splat_values) {
+                views[r] = View::Splat(v);
             }
             direct_done.fill(false);
             for (i, (inst, dst)) in self.insts.iter().enumerate() {

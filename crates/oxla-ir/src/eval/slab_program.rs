@@ -221,7 +221,8 @@ impl Builder<'_> {
             | Member::IntUnary(..)
             | Member::IntBinary(..)
             | Member::IntCompare { .. }
-            | Member::Convert(_) => return None,
+            | Member::Convert(_)
+            | Member::Splat(_) => return None,
         };
         // Same-shape operands (checked by `classify`) have the result's element count.
         if inst.sources().iter().any(|&s| self.lens[s] != self.lens[r]) {
