@@ -33,9 +33,6 @@ KEYS = [
     pytest.param("threefry2x32", True, id="threefry-typed"),
     pytest.param("rbg", True, id="rbg"),
 ]
-# randint and permutation on rbg keys draw from two `rng_bit_generator` states that oxla
-# does not yet derive as XLA does; they keep to threefry here.
-THREEFRY_KEYS = KEYS[:2]
 
 
 def keyed(impl, typed, sample):
@@ -82,7 +79,7 @@ def test_random_normal_bfloat16_and_split_keys():
     check(sample, raw_key("threefry2x32", 11))
 
 
-@pytest.mark.parametrize("impl,typed", THREEFRY_KEYS)
+@pytest.mark.parametrize("impl,typed", KEYS)
 @pytest.mark.parametrize("low,high", [(0, 100), (-7, 3), (-(2**31), 2**31 - 1)])
 def test_random_randint_matches_exactly(impl, typed, low, high):
     check(keyed(impl, typed, lambda k: jax.random.randint(k, (1 << 14,), low, high)),
@@ -106,7 +103,7 @@ def test_random_categorical():
           logits)
 
 
-@pytest.mark.parametrize("impl,typed", THREEFRY_KEYS)
+@pytest.mark.parametrize("impl,typed", KEYS)
 def test_random_permutation_matches_exactly(impl, typed):
     check(keyed(impl, typed, lambda k: jax.random.permutation(k, 1000)), raw_key(impl, 29))
     x = np.arange(24 * 5, dtype=np.int32).reshape(24, 5)
@@ -201,3 +198,15 @@ def test_integer_reductions(dtype):
     check(lambda a: (a.sum(), a.max(), a.min(), a.sum(axis=0), a.max(axis=1),
                      jnp.bitwise_and.reduce(a, axis=1), jnp.bitwise_or.reduce(a, axis=0),
                      jnp.prod(a[:3], axis=0)), x)
+
+
+@pytest.mark.parametrize("algorithm", ["RNG_DEFAULT", "RNG_PHILOX", "RNG_THREE_FRY"])
+@pytest.mark.parametrize("shape,dtype", [((9,), jnp.uint32), ((4, 6), jnp.uint8)], ids=str)
+def test_rng_bit_generator_states_with_high_bits(algorithm, shape, dtype):
+    """Keys and counters use all 32 bits of every word (rbg keys after a split do)."""
+    alg = getattr(lax.RandomAlgorithm, algorithm)
+    states = np.array([[1797259609, 2579123966, 1797259609, 2579123966],
+                       [0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF],
+                       [0x80000000, 0, 0xFFFFFFFE, 0x80000001]], np.uint32)
+    for state in states:
+        check(lambda k: lax.rng_bit_generator(k, shape, dtype, alg), state)

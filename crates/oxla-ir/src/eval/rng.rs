@@ -13,7 +13,6 @@
 //! each counter in order.
 
 use super::context::OpCx;
-use super::element::int_at;
 use crate::attrs::RngAlgorithm;
 use crate::{Attribute, ElementType, IrError, Literal, TensorType};
 
@@ -142,8 +141,12 @@ pub(crate) fn rng_bit_generator(cx: OpCx<'_>, state: &Literal) -> Result<Vec<Lit
             state.ty
         )));
     }
-    let words: Vec<u64> = (0..state.ty.shape[0].max(0) as usize)
-        .map(|i| int_at(state, i).map_or(0, |v| v as u64))
+    // The raw 64-bit words: keys use every bit, so values past `i64::MAX` must not
+    // saturate as an integer read would.
+    let words: Vec<u64> = state
+        .data
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8-byte chunk")))
         .collect();
     let state_ty = cx.result_tensor(0)?;
     let out_ty = cx.result_tensor(1)?;
@@ -340,6 +343,24 @@ mod tests {
         );
         let (_, bits) = run(RngAlgorithm::ThreeFry, &[1, 2], &[2, 3], ElementType::U8);
         assert_eq!(*bits.data, vec![84, 211, 211, 59, 3, 97]);
+    }
+
+    #[test]
+    fn states_past_i64_max_keep_every_bit() {
+        // JAX's rbg keys fill all 64 bits of each word; counters wrap.
+        let state = [0xfedc_ba98_7654_3210, u64::MAX];
+        let (new, bits) = run(RngAlgorithm::Philox, &state, &[5], ElementType::U32);
+        assert_eq!(new, vec![0xfedc_ba98_7654_3210, 1]);
+        assert_eq!(
+            words::<4>(&bits),
+            vec![0x4ad744b0, 0x15d9298b, 0x2467d02e, 0xba94882d, 0xa8448461]
+        );
+        let (new, bits) = run(RngAlgorithm::ThreeFry, &state, &[5], ElementType::U32);
+        assert_eq!(new, vec![0xfedc_ba98_7654_3210, 2]);
+        assert_eq!(
+            words::<4>(&bits),
+            vec![0x54dff42d, 0x22693238, 0x269d32df, 0x244c93fa, 0xa392f4d1]
+        );
     }
 
     #[test]
