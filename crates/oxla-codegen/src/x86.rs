@@ -63,10 +63,12 @@ enum K {
     Half,
     Zero,
     TrigLimit,
+    MinNormal,
+    NegMinNormal,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 18] = [
+const POOL: [u32; 20] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -85,6 +87,8 @@ const POOL: [u32; 18] = [
     0.5f32.to_bits(),
     0,
     65536.0f32.to_bits(),
+    f32::MIN_POSITIVE.to_bits(),
+    (-f32::MIN_POSITIVE).to_bits(),
 ];
 // `POOL64` follows 8-byte aligned.
 const _: () = assert!(POOL.len().is_multiple_of(2));
@@ -335,6 +339,8 @@ fn body(
             Inst::Cos(x) => trig(a, lanes, d, z(x), true, masked)?,
             Inst::Maximum(x, y) => extremum(a, lanes, d, z(x), z(y), true, true)?,
             Inst::Minimum(x, y) => extremum(a, lanes, d, z(x), z(y), false, true)?,
+            Inst::MaximumOf(x, c, bits) => extremum_of(a, lanes, d, z(x), z(c), bits, true)?,
+            Inst::MinimumOf(x, c, bits) => extremum_of(a, lanes, d, z(x), z(c), bits, false)?,
             Inst::Clamp(lo, x, hi) => {
                 let low = lanes.scratch[2];
                 extremum(a, lanes, low, z(x), z(lo), true, false)?;
@@ -385,8 +391,10 @@ fn body(
 const EQ_OQ: i32 = 0x00;
 const UNORD_Q: i32 = 0x03;
 const NEQ_UQ: i32 = 0x04;
+const NLT_UQ: i32 = 0x15;
 const NLE_UQ: i32 = 0x16;
 const NGE_UQ: i32 = 0x19;
+const NGT_UQ: i32 = 0x1a;
 const ORD_Q: i32 = 0x07;
 const LT_OQ: i32 = 0x11;
 const LE_OQ: i32 = 0x12;
@@ -879,6 +887,68 @@ fn extremum(
     a.vcmpps(m2, fx, fx, UNORD_Q)?;
     a.korw(m1, m1, m2)?;
     a.vblendmps(under_z(d, m1), fy, fx)
+}
+
+/// `d = max(x, c)` (or `min`) as [`extremum`] computes it with flushing, where register `c`
+/// holds the f32 `bits` in every lane; reads both operands before writing `d` (uses scratch
+/// register 0 and masks 1 and 2 only).
+///
+/// With a bound that is not NaN, the result is `x` itself wherever `x` is NaN or strictly
+/// beyond the bound, and the bound (the same bits as an equal `x`) wherever `x` falls
+/// short. Beyond a bound away from zero on the far side of zero (`max` with a positive
+/// bound), `x` is normal, so it needs no flushing; a zero bound (or a denormal one, which
+/// reads as zero) of the winning sign turns every `x` short of the smallest normal into that
+/// zero. A bound on the near side of zero needs `x` flushed, as a denormal `x` beats it.
+/// A zero bound of the losing sign ties with the zeros and denormals of both signs, and
+/// takes [`extremum`]'s full sequence, as does NaN.
+fn extremum_of(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    c: AsmRegisterZmm,
+    bits: u32,
+    max: bool,
+) -> Result<(), IcedError> {
+    let bound = f32::from_bits(bits);
+    let [m1, m2] = lanes.masks;
+    // Where `x` is beyond the bound or NaN (unordered compares are true for NaN).
+    let beyond = if max { NLE_UQ } else { NGE_UQ };
+    let reached = if max { NLT_UQ } else { NGT_UQ };
+    // The bound as it compares: a denormal reads as its signed zero.
+    let flushed = if bound.is_subnormal() {
+        0.0f32.copysign(bound)
+    } else {
+        bound
+    };
+    let winning_zero = flushed == 0.0 && flushed.is_sign_positive() == max;
+    if bound.is_nan() || (flushed == 0.0 && !winning_zero) {
+        return extremum(a, lanes, d, x, c, max, true);
+    }
+    if winning_zero {
+        // `x` where it is at least the smallest normal (beyond it for `min`, negated) or
+        // NaN, else the zero.
+        let limit = if max { K::MinNormal } else { K::NegMinNormal };
+        a.vcmpps(m1, x, constant(limit), reached)?;
+        if max {
+            return a.vmovaps(under_zero(d, m1), x);
+        }
+        let s = lanes.scratch[0];
+        splat(a, s, K::Sign)?;
+        return a.vblendmps(under_z(d, m1), s, x);
+    }
+    if (flushed > 0.0) == max {
+        // Beyond a bound on the far side of zero, `x` is normal.
+        a.vcmpps(m1, x, c, beyond)?;
+        return a.vblendmps(under_z(d, m1), c, x);
+    }
+    // A bound on the near side: `x` (flushed) where it reaches the bound or is NaN.
+    let s = lanes.scratch[0];
+    a.vcmpps(m1, x, c, reached)?;
+    a.vpandd(s, x, constant(K::Sign))?;
+    a.vptestmd(m2, x, constant(K::Exponent))?;
+    a.vmovaps(under_z(s, m2), x)?;
+    a.vblendmps(under_z(d, m1), c, s)
 }
 
 /// `d = e^x`, step for step as `Inst::Exp` describes; reads `x` before writing `d`.

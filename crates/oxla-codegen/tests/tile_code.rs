@@ -42,6 +42,8 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::Divide(a, b) => g(a) / g(b),
         Inst::Maximum(a, b) => extremum(g(a), g(b), true, true),
         Inst::Minimum(a, b) => extremum(g(a), g(b), false, true),
+        Inst::MaximumOf(a, b, _) => extremum(g(a), g(b), true, true),
+        Inst::MinimumOf(a, b, _) => extremum(g(a), g(b), false, true),
         Inst::Clamp(lo, x, hi) => extremum(extremum(g(x), g(lo), true, false), g(hi), false, false),
         Inst::Compare(cmp, a, b) => {
             let (x, y) = (g(a), g(b));
@@ -275,6 +277,106 @@ fn generated_code_computes_the_scalar_bits() {
         }
     }
     assert!(compared > 10_000, "{compared}");
+}
+
+/// The values that decide a maximum or minimum against `bound`: both zeros, both
+/// infinities, NaN of both signs, denormals and the smallest normals of both signs, the
+/// bound itself and its neighbours, and ordinary values.
+fn edges_around(bound: f32) -> Vec<f32> {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::from_bits(0x007f_ffff),
+        f32::from_bits(0x807f_ffff),
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        1.5,
+        -1.5,
+        1e30,
+        -1e30,
+    ];
+    if !bound.is_nan() {
+        let bits = bound.to_bits();
+        values.extend([bound, f32::from_bits(bits.wrapping_add(1)), -bound]);
+        if bits & 0x7fff_ffff != 0 {
+            values.push(f32::from_bits(bits - 1));
+        }
+    }
+    values
+}
+
+#[test]
+fn extrema_with_a_constant_bound_follow_the_general_rules() {
+    if !available() {
+        return;
+    }
+    let bounds = [
+        0.5f32,
+        -0.5,
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::from_bits(3),
+        f32::from_bits(0x8000_0003),
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        6.0,
+        -1e-30,
+    ];
+    for bound in bounds {
+        for max in [true, false] {
+            let inst = if max {
+                Inst::MaximumOf(0, 1, bound.to_bits())
+            } else {
+                Inst::MinimumOf(0, 1, bound.to_bits())
+            };
+            // The result overwrites its operand (as register packing may arrange), and a
+            // second copy reads the bound first.
+            let p = TileProgram {
+                inputs: vec![(Input::Stream, 0), (Input::Scalar, 1)],
+                insts: vec![(inst, 2), (inst, 0)],
+                outputs: vec![2, 0],
+                row_sums: Vec::new(),
+            };
+            let code = TileCode::compile(&p).expect("compiles");
+            // Every edge in every lane position, with a masked tail.
+            let edges = edges_around(bound);
+            let n = edges.len();
+            let xs: Vec<f32> = (0..CHUNK + 3)
+                .flat_map(|k| (0..n).map(move |i| (i + k) % n))
+                .map(|i| edges[i])
+                .collect();
+            let mut a = vec![0.0f32; xs.len()];
+            let mut b = vec![0.0f32; xs.len()];
+            let len = xs.len();
+            assert_eq!(
+                code.run(&[&xs, &[bound]], &mut [&mut a[..], &mut b[..]], 0, len, len),
+                Some(len)
+            );
+            for (i, &x) in xs.iter().enumerate() {
+                let want = extremum(x, bound, max, true);
+                for got in [a[i], b[i]] {
+                    assert!(
+                        want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                        "{} of {x:?} ({:#x}) and {bound:?}: {want:?} ({:#x}) against {got:?} \
+                         ({:#x})",
+                        if max { "max" } else { "min" },
+                        x.to_bits(),
+                        want.to_bits(),
+                        got.to_bits()
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

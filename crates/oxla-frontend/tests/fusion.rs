@@ -811,6 +811,76 @@ fn splat_constants_join_groups_as_one_value_registers() {
 }
 
 #[test]
+fn extrema_with_constant_bounds_give_the_interpreters_bits() {
+    // `jnp.clip` (a scalar converted, then broadcast), `relu` (a zero splat constant) and
+    // bounds on either side of zero, in both operand orders: generated code picks shorter
+    // sequences for these; the inputs hold every edge around each bound.
+    let bounds = [
+        "0.000000e+00",
+        "-0.000000e+00",
+        "5.000000e-01",
+        "-5.000000e-01",
+        "0x00000003",
+        "0x80000003",
+        "0x7F800000",
+        "0xFF800000",
+        "0x7FC00000",
+        "1.17549435E-38",
+    ];
+    let mut edges: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::from_bits(3),
+        f32::from_bits(0x8000_0003),
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        0.25,
+        -7.0,
+    ];
+    for v in edges.clone() {
+        edges.push(f32::from_bits(v.to_bits().wrapping_add(1)));
+        edges.push(f32::from_bits(v.to_bits().wrapping_sub(1)));
+    }
+    let values: Vec<f32> = (0..128 * 100)
+        .map(|i| edges[(i * 7 + i / 100) % edges.len()])
+        .collect();
+    let x = Literal::from_f32(&[128, 100], &values).expect("literal");
+    for bound in bounds {
+        for (first, second) in [("maximum", "minimum"), ("minimum", "maximum")] {
+            let text = format!(
+                "func.func @main(%x: tensor<128x100xf32>) -> (tensor<128x100xf32>, tensor<128x100xf32>) {{
+  %c = stablehlo.constant dense<{bound}> : tensor<f32>
+  %cc = stablehlo.convert %c : tensor<f32>
+  %b = stablehlo.broadcast_in_dim %cc, dims = [] : (tensor<f32>) -> tensor<128x100xf32>
+  %s = stablehlo.constant dense<{bound}> : tensor<128x100xf32>
+  %half = stablehlo.constant dense<5.000000e-01> : tensor<128x100xf32>
+  %y = stablehlo.{first} %b, %x : tensor<128x100xf32>
+  %z = stablehlo.{second} %y, %half : tensor<128x100xf32>
+  %w = stablehlo.{first} %x, %s : tensor<128x100xf32>
+  %v = stablehlo.{second} %s, %w : tensor<128x100xf32>
+  return %z, %v : tensor<128x100xf32>, tensor<128x100xf32>
+}}
+"
+            );
+            let module = parse_text(&text).expect("parses");
+            if tile_code::available() {
+                assert_eq!(generated_groups(&module, "main"), vec![true], "{bound}");
+            }
+            assert_fusion_invisible(
+                &module,
+                std::slice::from_ref(&x),
+                &format!("{first} with {bound}"),
+            );
+        }
+    }
+}
+
+#[test]
 fn generated_code_reads_and_writes_masks() {
     // `i1` arguments (one read in place, one broadcast along the rows) reach generated
     // code widened to 0.0/1.0, and `i1` results leave it narrowed to bytes, also when

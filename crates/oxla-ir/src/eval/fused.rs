@@ -332,7 +332,9 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[b
     let mut is_open: Vec<bool> = Vec::new();
     let mut value_group: HashMap<ValueId, usize> = HashMap::new();
     let mut uses_of_op: Vec<Vec<ValueId>> = Vec::with_capacity(n_ops);
+    let mut scalars: HashMap<ValueId, f32> = HashMap::new();
     for (i, op) in block.ops.iter().enumerate() {
+        note_scalar_constant(func, op, &mut scalars);
         let mut uses = Vec::new();
         collect_uses(op, &mut uses);
         let cand = classify(func, op)
@@ -410,7 +412,7 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[b
         }
         let ops: Vec<(&Op, &Member)> = list.iter().map(|(i, m)| (&block.ops[*i], m)).collect();
         let last = list.last().map_or(0, |(i, _)| *i);
-        if let Some(kernel) = FusedKernel::build(func, &ops, &outputs) {
+        if let Some(kernel) = FusedKernel::build(func, &ops, &outputs, &scalars) {
             group_index[g] = Some(kernels.len());
             kernels.push((kernel, last));
         }
@@ -420,6 +422,76 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[b
         .map(|g| g.and_then(|g| group_index[g]))
         .collect();
     Groups { of_op, kernels }
+}
+
+/// Notes the value of `op`'s result in `scalars` when it is an f32 constant with one
+/// value everywhere: a constant, or a same-type `convert` or a `reshape` of one (JAX
+/// converts weakly typed Python scalars such as a clip's limits).
+fn note_scalar_constant(func: &Function, op: &Op, scalars: &mut HashMap<ValueId, f32>) {
+    let [result] = op.results.as_slice() else {
+        return;
+    };
+    let Some(ty) = tensor_of(func, *result).filter(|t| t.element_type == ElementType::F32) else {
+        return;
+    };
+    let value = match op.kind {
+        OpKind::Constant => {
+            let Some(Attribute::Elements(e)) = op.attr("value") else {
+                return;
+            };
+            match (e.splat || ty.num_elements() == Some(1), e.data.as_ref()) {
+                (true, &[a, b, c, d, ..]) if e.ty == *ty => f32::from_le_bytes([a, b, c, d]),
+                _ => return,
+            }
+        }
+        OpKind::Convert | OpKind::Reshape => {
+            let same_type = op
+                .operands
+                .first()
+                .and_then(|&v| tensor_of(func, v))
+                .is_some_and(|t| t.element_type == ElementType::F32);
+            match op.operands.first().and_then(|v| scalars.get(v)) {
+                Some(&v) if same_type => v,
+                _ => return,
+            }
+        }
+        _ => return,
+    };
+    scalars.insert(*result, value);
+}
+
+/// Per instruction of a kernel (virtual registers, each written once), the constant
+/// operand of a maximum or minimum: a splat constant of the group, or an input broadcast
+/// from a scalar constant.
+fn constant_bounds(
+    insts: &[(Inst, usize)],
+    inputs: &[Input],
+    scalars: &HashMap<ValueId, f32>,
+    splat_regs: &[usize],
+    splat_values: &[f32],
+) -> Vec<Option<(usize, f32)>> {
+    let mut known: HashMap<usize, f32> = splat_regs
+        .iter()
+        .copied()
+        .zip(splat_values.iter().copied())
+        .collect();
+    for input in inputs {
+        if input.strides.iter().all(|&s| s == 0) {
+            if let Some(&v) = scalars.get(&input.value) {
+                known.insert(input.reg, v);
+            }
+        }
+    }
+    insts
+        .iter()
+        .map(|(inst, _)| match inst {
+            Inst::Binary(OpKind::Maximum | OpKind::Minimum, a, b) => known
+                .get(b)
+                .map(|&v| (1, v))
+                .or_else(|| known.get(a).map(|&v| (0, v))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One tile instruction over registers.
@@ -475,6 +547,10 @@ pub(crate) struct FusedKernel {
     /// slices, as generated code reads a one-value input).
     splat_regs: Vec<usize>,
     splat_values: Vec<f32>,
+    /// Per instruction: for a maximum or minimum with an operand known to be one f32
+    /// constant everywhere, that operand's position and value (generated code picks a
+    /// shorter sequence for it).
+    bounds: Vec<Option<(usize, f32)>>,
     /// All-zero strides, as generated code reads a splat constant.
     zero_strides: Vec<usize>,
     /// Per instruction: the output it may write straight into the caller's memory (an
@@ -487,7 +563,12 @@ pub(crate) struct FusedKernel {
 
 impl FusedKernel {
     /// Compiles `ops` (in program order) to tile instructions writing `outputs`.
-    fn build(func: &Function, ops: &[(&Op, &Member)], outputs: &[ValueId]) -> Option<Self> {
+    fn build(
+        func: &Function,
+        ops: &[(&Op, &Member)],
+        outputs: &[ValueId],
+        scalars: &HashMap<ValueId, f32>,
+    ) -> Option<Self> {
         let (first, _) = ops.first()?;
         let shape_i64 = tensor_of(func, first.results[0])?.shape.clone();
         let shape = extents(&shape_i64);
@@ -582,6 +663,7 @@ impl FusedKernel {
             .iter()
             .map(|&v| Some((v, *vreg.get(&v)?, tensor_of(func, v)?.element_type)))
             .collect::<Option<_>>()?;
+        let bounds = constant_bounds(&insts, &inputs, scalars, &splat_regs, &splat_values);
         let shape_rank = shape.len();
         let mut kernel = FusedKernel {
             shape,
@@ -595,6 +677,7 @@ impl FusedKernel {
             input_slot: Vec::new(),
             splat_regs,
             splat_values,
+            bounds,
             zero_strides: vec![0; shape_rank],
             direct: Vec::new(),
             code: None,
@@ -613,7 +696,13 @@ impl FusedKernel {
         kernel.direct = kernel.direct_outputs();
         if let Some(inputs) = kernel.code_inputs() {
             let outputs: Vec<usize> = kernel.outputs.iter().map(|&(_, r, _)| r).collect();
-            kernel.code = KernelCode::new(&kernel.shape, &inputs, &kernel.insts, &outputs);
+            kernel.code = KernelCode::new(
+                &kernel.shape,
+                &inputs,
+                &kernel.insts,
+                &kernel.bounds,
+                &outputs,
+            );
         }
         Some(kernel)
     }
@@ -918,7 +1007,14 @@ impl FusedKernel {
             .filter(|&k| keep || self.outputs[k].0 != value)
             .collect();
         let outputs: Vec<usize> = kept.iter().map(|&k| self.outputs[k].1).collect();
-        let code = KernelCode::with_row_sum(&self.shape, &inputs, &self.insts, &outputs, sum)?;
+        let code = KernelCode::with_row_sum(
+            &self.shape,
+            &inputs,
+            &self.insts,
+            &self.bounds,
+            &outputs,
+            sum,
+        )?;
         Some((code, kept))
     }
 

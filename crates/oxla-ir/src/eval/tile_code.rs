@@ -71,15 +71,26 @@ impl std::fmt::Debug for KernelCode {
     }
 }
 
-/// The generated-code form of a kernel's instruction, when it has one.
-fn translate(inst: &super::fused::Inst) -> Option<oxla_codegen::Inst> {
+/// The generated-code form of a kernel's instruction, when it has one; `bound` is the
+/// position and value of a maximum's or minimum's constant operand, when it has one.
+fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<oxla_codegen::Inst> {
     use super::fused::Inst as F;
     use oxla_codegen::Inst as G;
     let r = |x: usize| u8::try_from(x).ok();
     Some(match inst {
         F::Binary(kind, a, b) => {
             let (a, b) = (r(*a)?, r(*b)?);
+            // With one operand a constant other than NaN, either order gives the same
+            // result.
+            let bound = bound.filter(|(_, v)| !v.is_nan());
+            let (x, c, bits) = match bound {
+                Some((0, v)) => (b, a, v.to_bits()),
+                Some((_, v)) => (a, b, v.to_bits()),
+                None => (a, b, f32::NAN.to_bits()),
+            };
             match kind {
+                OpKind::Maximum if bound.is_some() => G::MaximumOf(x, c, bits),
+                OpKind::Minimum if bound.is_some() => G::MinimumOf(x, c, bits),
                 OpKind::Add => G::Add(a, b),
                 OpKind::Subtract => G::Subtract(a, b),
                 OpKind::Multiply => G::Multiply(a, b),
@@ -177,15 +188,17 @@ fn row_major(shape: &[usize], strides: &[usize]) -> bool {
 impl KernelCode {
     /// The generated-code form of a kernel over `shape` whose f32 inputs are read with
     /// `inputs` (per input: its strides over `shape` and its register), running `insts`
-    /// and writing the f32 registers `outputs`; `None` when this machine has no code
+    /// (with `bounds`, per instruction, a maximum's or minimum's constant operand: its
+    /// position and value) and writing the f32 registers `outputs`; `None` when this machine has no code
     /// generator, or an instruction or an input's pattern has no generated form.
     pub(crate) fn new(
         shape: &[usize],
         inputs: &[(&[usize], usize)],
         insts: &[(super::fused::Inst, usize)],
+        bounds: &[Option<(usize, f32)>],
         outputs: &[usize],
     ) -> Option<KernelCode> {
-        Self::build(shape, inputs, insts, outputs, None)
+        Self::build(shape, inputs, insts, bounds, outputs, None)
     }
 
     /// [`KernelCode::new`] for a kernel that also sums register `sum` along each row of
@@ -196,19 +209,21 @@ impl KernelCode {
         shape: &[usize],
         inputs: &[(&[usize], usize)],
         insts: &[(super::fused::Inst, usize)],
+        bounds: &[Option<(usize, f32)>],
         outputs: &[usize],
         sum: usize,
     ) -> Option<KernelCode> {
         if shape.last().is_none_or(|&row| row < 32) {
             return None;
         }
-        Self::build(shape, inputs, insts, outputs, Some(sum))
+        Self::build(shape, inputs, insts, bounds, outputs, Some(sum))
     }
 
     fn build(
         shape: &[usize],
         inputs: &[(&[usize], usize)],
         insts: &[(super::fused::Inst, usize)],
+        bounds: &[Option<(usize, f32)>],
         outputs: &[usize],
         sum: Option<usize>,
     ) -> Option<KernelCode> {
@@ -272,7 +287,11 @@ impl KernelCode {
                 .collect::<Option<_>>()?,
             insts: insts
                 .iter()
-                .map(|(inst, d)| Some((translate(inst)?, reg(*d)?)))
+                .enumerate()
+                .map(|(i, (inst, d))| {
+                    let bound = bounds.get(i).copied().flatten();
+                    Some((translate(inst, bound)?, reg(*d)?))
+                })
                 .collect::<Option<_>>()?,
             outputs: outputs.iter().map(|&r| reg(r)).collect::<Option<_>>()?,
             row_sums: Vec::new(),
