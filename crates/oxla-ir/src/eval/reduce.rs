@@ -635,7 +635,10 @@ fn reduce_int_fast<T: Plain + Int + Send + Sync>(
     .map(Some)
 }
 
-/// [`fold_block`] with `f`, rows folded on [`fold_row`]'s independent accumulators.
+/// [`fold_block`] with `f`, an associative and commutative integer operation, so any
+/// order gives the same result: rows fold as one plain loop (which the compiler turns
+/// into vector lanes and combines at the end), and a single long row splits over the
+/// threads, whose totals fold last.
 #[inline(always)]
 fn fold_int_block<T: Copy + Send + Sync>(
     x: &[T],
@@ -644,6 +647,20 @@ fn fold_int_block<T: Copy + Send + Sync>(
     shape: (usize, usize),
     f: impl Fn(T, T) -> T + Copy + Send + Sync,
 ) {
+    let threads = threads::count();
+    if let ([total], true) = (&mut *out, x.len() >= PARALLEL_ELEMENTS && threads > 1) {
+        let per = x.len().div_ceil(threads);
+        let mut parts: Vec<Option<T>> = vec![None; threads];
+        threads::for_each(x.chunks(per).zip(parts.iter_mut()), |(chunk, part)| {
+            let (&first, rest) = chunk.split_first().expect("chunks are not empty");
+            *part = Some(oxla_simd::vectorized(
+                #[inline(always)]
+                || fold_plain(rest, first, f),
+            ));
+        });
+        *total = parts.into_iter().flatten().fold(init, f);
+        return;
+    }
     fold_block(
         x,
         out,
@@ -651,8 +668,14 @@ fn fold_int_block<T: Copy + Send + Sync>(
         shape,
         f,
         #[inline(always)]
-        move |row, init| fold_row(row, init, f),
+        move |row, init| fold_plain(row, init, f),
     );
+}
+
+/// `init` folded with every element of `row` in order, as one plain loop.
+#[inline(always)]
+fn fold_plain<T: Copy>(row: &[T], init: T, f: impl Fn(T, T) -> T) -> T {
+    row.iter().fold(init, |a, &v| f(a, v))
 }
 
 fn row(lit: &Literal, index: usize, len: usize, shape: Vec<i64>) -> Literal {
@@ -1303,6 +1326,7 @@ mod tests {
                 (2, 7, 5),
                 (1, 1000, 3),
                 (1, 1 << 18, 1),
+                (1, (1 << 18) + 5, 1),
                 (4, 1 << 16, 1),
                 (1, 2048, 160),
             ];
