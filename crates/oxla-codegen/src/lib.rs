@@ -112,6 +112,39 @@ pub enum Inst {
     /// `(lo, x, hi)`: `min(max(x, lo), hi)` with [`Inst::Maximum`]'s NaN and signed-zero
     /// rules but no denormal flushing (XLA's `clamp` moves bits).
     Clamp(u8, u8, u8),
+    /// The lanes' bits as 32-bit integers (s32 and u32 values share the lanes with f32
+    /// ones): wrapping add, subtract and multiply.
+    IntAdd(u8, u8),
+    IntSubtract(u8, u8),
+    IntMultiply(u8, u8),
+    /// Bitwise and, or, xor and not of the lanes' bits.
+    BitAnd(u8, u8),
+    BitOr(u8, u8),
+    BitXor(u8, u8),
+    BitNot(u8),
+    /// Shifts by the second operand's bits read as an unsigned count: a count of 32 or
+    /// more gives 0 (left and logical right) or fills with the sign bit (arithmetic right),
+    /// as XLA defines them.
+    ShiftLeft(u8, u8),
+    ShiftRightLogical(u8, u8),
+    ShiftRightArithmetic(u8, u8),
+    /// `(signed, a, b)`: the larger (or smaller) as signed or unsigned integers.
+    IntMaximum(bool, u8, u8),
+    IntMinimum(bool, u8, u8),
+    /// Wrapping negation, and the absolute value of a signed integer (the smallest stays).
+    IntNegate(u8),
+    IntAbs(u8),
+    /// `(cmp, signed, a, b)`: `1.0` where the integer comparison holds, else `0.0`.
+    IntCompare(Cmp, bool, u8, u8),
+    /// `(signed, a)`: the integer as the nearest f32 (ties to even).
+    IntToF32(bool, u8),
+    /// `(signed, a)`: the f32 truncated to an integer, saturating at the type's bounds,
+    /// NaN to 0 (Rust's `as`).
+    F32ToInt(bool, u8),
+    /// A `0.0`/`1.0` mask as the integer 0 or 1 (1 for any value other than zero).
+    MaskToInt(u8),
+    /// `1.0` where the integer is not 0, else `0.0`.
+    IntToMask(u8),
 }
 
 /// An IEEE comparison of [`Inst::Compare`].
@@ -137,6 +170,18 @@ impl Inst {
             | Inst::Minimum(a, b)
             | Inst::MaximumOf(a, b, _)
             | Inst::MinimumOf(a, b, _)
+            | Inst::IntAdd(a, b)
+            | Inst::IntSubtract(a, b)
+            | Inst::IntMultiply(a, b)
+            | Inst::BitAnd(a, b)
+            | Inst::BitOr(a, b)
+            | Inst::BitXor(a, b)
+            | Inst::ShiftLeft(a, b)
+            | Inst::ShiftRightLogical(a, b)
+            | Inst::ShiftRightArithmetic(a, b)
+            | Inst::IntMaximum(_, a, b)
+            | Inst::IntMinimum(_, a, b)
+            | Inst::IntCompare(_, _, a, b)
             | Inst::Compare(_, a, b)
             | Inst::And(a, b)
             | Inst::Or(a, b) => vec![a, b],
@@ -154,7 +199,14 @@ impl Inst {
             | Inst::Log1p(a)
             | Inst::Sin(a)
             | Inst::Cos(a)
-            | Inst::Not(a) => vec![a],
+            | Inst::Not(a)
+            | Inst::BitNot(a)
+            | Inst::IntNegate(a)
+            | Inst::IntAbs(a)
+            | Inst::IntToF32(_, a)
+            | Inst::F32ToInt(_, a)
+            | Inst::MaskToInt(a)
+            | Inst::IntToMask(a) => vec![a],
             Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
         }
     }

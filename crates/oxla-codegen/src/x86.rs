@@ -65,10 +65,12 @@ enum K {
     TrigLimit,
     MinNormal,
     NegMinNormal,
+    AllOnes,
+    TwoPow31,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 20] = [
+const POOL: [u32; 22] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -89,6 +91,8 @@ const POOL: [u32; 20] = [
     65536.0f32.to_bits(),
     f32::MIN_POSITIVE.to_bits(),
     (-f32::MIN_POSITIVE).to_bits(),
+    u32::MAX,
+    2_147_483_648.0f32.to_bits(),
 ];
 // `POOL64` follows 8-byte aligned.
 const _: () = assert!(POOL.len().is_multiple_of(2));
@@ -381,6 +385,72 @@ fn body(
                 let m = lanes.masks[0];
                 a.vcmpps(m, z(p), constant(K::Zero), NEQ_UQ)?;
                 a.vblendmps(under_z(d, m), z(f), z(t))?;
+            }
+            Inst::IntAdd(x, y) => a.vpaddd(d, z(x), z(y))?,
+            Inst::IntSubtract(x, y) => a.vpsubd(d, z(x), z(y))?,
+            Inst::IntMultiply(x, y) => a.vpmulld(d, z(x), z(y))?,
+            Inst::BitAnd(x, y) => a.vpandd(d, z(x), z(y))?,
+            Inst::BitOr(x, y) => a.vpord(d, z(x), z(y))?,
+            Inst::BitXor(x, y) => a.vpxord(d, z(x), z(y))?,
+            Inst::BitNot(x) => a.vpxord(d, z(x), constant(K::AllOnes))?,
+            Inst::ShiftLeft(x, y) => a.vpsllvd(d, z(x), z(y))?,
+            Inst::ShiftRightLogical(x, y) => a.vpsrlvd(d, z(x), z(y))?,
+            Inst::ShiftRightArithmetic(x, y) => a.vpsravd(d, z(x), z(y))?,
+            Inst::IntMaximum(true, x, y) => a.vpmaxsd(d, z(x), z(y))?,
+            Inst::IntMaximum(false, x, y) => a.vpmaxud(d, z(x), z(y))?,
+            Inst::IntMinimum(true, x, y) => a.vpminsd(d, z(x), z(y))?,
+            Inst::IntMinimum(false, x, y) => a.vpminud(d, z(x), z(y))?,
+            Inst::IntNegate(x) => {
+                a.vpxord(s0, s0, s0)?;
+                a.vpsubd(d, s0, z(x))?;
+            }
+            Inst::IntAbs(x) => a.vpabsd(d, z(x))?,
+            Inst::IntCompare(cmp, signed, x, y) => {
+                // `vpcmpd` predicates: 0 ==, 1 <, 2 <=, 4 !=, 5 >=, 6 >.
+                let predicate = match cmp {
+                    Cmp::Eq => 0,
+                    Cmp::Lt => 1,
+                    Cmp::Le => 2,
+                    Cmp::Ne => 4,
+                    Cmp::Ge => 5,
+                    Cmp::Gt => 6,
+                };
+                let m = lanes.masks[0];
+                if signed {
+                    a.vpcmpd(m, z(x), z(y), predicate)?;
+                } else {
+                    a.vpcmpud(m, z(x), z(y), predicate)?;
+                }
+                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            }
+            Inst::IntToF32(true, x) => a.vcvtdq2ps(d, z(x))?,
+            Inst::IntToF32(false, x) => a.vcvtudq2ps(d, z(x))?,
+            Inst::F32ToInt(true, x) => {
+                // `vcvttps2dq` gives 0x80000000 for NaN and out of range: at or above 2^31
+                // the largest value instead, NaN 0.
+                let [m1, m2] = lanes.masks;
+                a.vcvttps2dq(s0, z(x))?;
+                a.vcmpps(m1, z(x), constant(K::TwoPow31), GE_OQ)?;
+                a.vbroadcastss(under_z(s0, m1), dword_ptr(r15 + 4 * K::Magnitude as i32))?;
+                a.vcmpps(m2, z(x), z(x), ORD_Q)?;
+                a.vmovaps(under_zero(d, m2), s0)?;
+            }
+            Inst::F32ToInt(false, x) => {
+                // Negative values and NaN to 0 first (`vmaxps` gives its second operand
+                // for NaN); `vcvttps2udq` then saturates the rest at 0xffffffff.
+                a.vmaxps(s0, z(x), constant(K::Zero))?;
+                a.vcvttps2udq(d, s0)?;
+            }
+            Inst::MaskToInt(x) => {
+                // 1 (all ones shifted right by 31) where the value is not zero.
+                let m = lanes.masks[0];
+                a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                a.vpsrld(under_zero(d, m), constant(K::AllOnes), 31)?;
+            }
+            Inst::IntToMask(x) => {
+                let m = lanes.masks[0];
+                a.vptestmd(m, z(x), z(x))?;
+                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
         }
     }

@@ -19,9 +19,23 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 
-    /// Mostly ordinary values, with zeros of both signs, infinities, NaN and denormals.
+    /// Mostly ordinary values, with zeros of both signs, infinities, NaN and denormals, and
+    /// lanes holding small integers (shift counts), any 32 bits, and values past the
+    /// integer ranges (for conversions).
     fn value(&mut self) -> f32 {
-        match self.below(24) {
+        match self.below(30) {
+            24 | 25 => f32::from_bits(self.below(40) as u32),
+            26 => f32::from_bits((self.next() as u32) << 1 | (self.next() as u32 & 1)),
+            27 => f32::from_bits(u32::MAX - self.below(3) as u32),
+            28 => [
+                2147483648.0f32,
+                -2147483648.0,
+                4294967296.0,
+                3e9,
+                -3e9,
+                1e10,
+            ][self.below(6)],
+            29 => self.below(5) as f32,
             0 => 0.0,
             1 => -0.0,
             2 => f32::INFINITY,
@@ -35,6 +49,8 @@ impl Rng {
 
 fn eval(inst: Inst, r: &[f32]) -> f32 {
     let g = |i: u8| r[usize::from(i)];
+    let u = |i: u8| g(i).to_bits();
+    let int = f32::from_bits;
     match inst {
         Inst::Add(a, b) => g(a) + g(b),
         Inst::Subtract(a, b) => g(a) - g(b),
@@ -66,6 +82,45 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
                 g(f)
             }
         }
+        Inst::IntAdd(a, b) => int(u(a).wrapping_add(u(b))),
+        Inst::IntSubtract(a, b) => int(u(a).wrapping_sub(u(b))),
+        Inst::IntMultiply(a, b) => int(u(a).wrapping_mul(u(b))),
+        Inst::BitAnd(a, b) => int(u(a) & u(b)),
+        Inst::BitOr(a, b) => int(u(a) | u(b)),
+        Inst::BitXor(a, b) => int(u(a) ^ u(b)),
+        Inst::BitNot(a) => int(!u(a)),
+        Inst::ShiftLeft(a, b) => int(u(a).checked_shl(u(b)).unwrap_or(0)),
+        Inst::ShiftRightLogical(a, b) => int(u(a).checked_shr(u(b)).unwrap_or(0)),
+        Inst::ShiftRightArithmetic(a, b) => int(((u(a) as i32) >> u(b).min(31)) as u32),
+        Inst::IntMaximum(true, a, b) => int((u(a) as i32).max(u(b) as i32) as u32),
+        Inst::IntMaximum(false, a, b) => int(u(a).max(u(b))),
+        Inst::IntMinimum(true, a, b) => int((u(a) as i32).min(u(b) as i32) as u32),
+        Inst::IntMinimum(false, a, b) => int(u(a).min(u(b))),
+        Inst::IntNegate(a) => int(u(a).wrapping_neg()),
+        Inst::IntAbs(a) => int((u(a) as i32).wrapping_abs() as u32),
+        Inst::IntCompare(cmp, signed, a, b) => {
+            let (x, y) = (u(a), u(b));
+            let order = if signed {
+                (x as i32).cmp(&(y as i32))
+            } else {
+                x.cmp(&y)
+            };
+            mask(match cmp {
+                Cmp::Eq => order.is_eq(),
+                Cmp::Ne => order.is_ne(),
+                Cmp::Lt => order.is_lt(),
+                Cmp::Le => order.is_le(),
+                Cmp::Gt => order.is_gt(),
+                Cmp::Ge => order.is_ge(),
+            })
+        }
+        Inst::IntToF32(true, a) => u(a) as i32 as f32,
+        Inst::IntToF32(false, a) => u(a) as f32,
+        // Rust's casts truncate, saturate and take NaN to 0.
+        Inst::F32ToInt(true, a) => int(g(a) as i32 as u32),
+        Inst::F32ToInt(false, a) => int(g(a) as u32),
+        Inst::MaskToInt(a) => int(u32::from(g(a) != 0.0)),
+        Inst::IntToMask(a) => mask(u(a) != 0),
         Inst::Negate(a) => -g(a),
         Inst::Abs(a) => g(a).abs(),
         Inst::Sqrt(a) => g(a).sqrt(),
@@ -151,7 +206,27 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
         let pick = |rng: &mut Rng| defined[rng.below(defined.len())];
         let (a, b, c) = (pick(rng), pick(rng), pick(rng));
         let cmp = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.below(6)];
-        let inst = match rng.below(18) {
+        let signed = rng.below(2) == 0;
+        let inst = match rng.below(40) {
+            18 => Inst::IntAdd(a, b),
+            19 => Inst::IntSubtract(a, b),
+            20 => Inst::IntMultiply(a, b),
+            21 => Inst::BitAnd(a, b),
+            22 => Inst::BitOr(a, b),
+            23 => Inst::BitXor(a, b),
+            24 => Inst::BitNot(a),
+            25 => Inst::ShiftLeft(a, b),
+            26 => Inst::ShiftRightLogical(a, b),
+            27 => Inst::ShiftRightArithmetic(a, b),
+            28 => Inst::IntMaximum(signed, a, b),
+            29 => Inst::IntMinimum(signed, a, b),
+            30 => Inst::IntNegate(a),
+            31 => Inst::IntAbs(a),
+            32 | 33 => Inst::IntCompare(cmp, signed, a, b),
+            34 => Inst::IntToF32(signed, a),
+            35 | 36 => Inst::F32ToInt(signed, a),
+            37 => Inst::MaskToInt(a),
+            38 => Inst::IntToMask(a),
             16 => Inst::Floor(a),
             17 => Inst::Ceil(a),
             10 => Inst::Compare(cmp, a, b),

@@ -448,13 +448,16 @@ fn random_integer_program(rng: &mut Rng, shape: &[i64]) -> String {
 fn random_integer_programs_fuse_without_changing_bits() {
     let shapes: [&[i64]; 6] = [&[7, 5], &[1, 9], &[2, 3, 4], &[40, 1037], &[8], &[3, 2048]];
     let mut rng = Rng(0x5851_f42d_4c95_7f2d);
-    let mut fused_programs = 0;
+    let (mut fused_programs, mut generated_programs) = (0, 0);
     for case in 0..240 {
         let shape = shapes[case % shapes.len()];
         let text = random_integer_program(&mut rng, shape);
         let module = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         if !fused_groups(&module, "main").is_empty() {
             fused_programs += 1;
+        }
+        if generated_groups(&module, "main").contains(&true) {
+            generated_programs += 1;
         }
         let args = int_program_args(&mut rng, &module);
         assert_fusion_invisible(&module, &args, &format!("case {case}:\n{text}"));
@@ -463,6 +466,14 @@ fn random_integer_programs_fuse_without_changing_bits() {
         fused_programs > 150,
         "only {fused_programs} of 240 programs formed a fused group"
     );
+    // The large shapes run integer members in generated code, unless a division,
+    // remainder, population count or leading-zero count keeps them on the tile loops.
+    if tile_code::available() {
+        assert!(
+            generated_programs > 15,
+            "only {generated_programs} programs ran generated code"
+        );
+    }
 }
 
 /// JAX's threefry hash and its uniform and integer tails (as `jax.random.uniform` and
@@ -513,6 +524,22 @@ fn threefry_rounds_fuse_integer_and_float_members() {
     for _ in 0..4 {
         let args = int_program_args(&mut rng, &module);
         assert_fusion_invisible(&module, &args, "threefry round");
+    }
+    // Without the remainder (`randint`'s), the hash and the uniform tail run as
+    // generated code.
+    let uniform = THREEFRY_ROUND
+        .replace(
+            "  %rem = stablehlo.remainder %w, %span : tensor<64x300xui32>\n",
+            "  %rem = stablehlo.xor %w, %span : tensor<64x300xui32>\n",
+        )
+        .replace("64x300", "128x300");
+    let module = parse_text(&uniform).unwrap();
+    if tile_code::available() {
+        assert!(generated_groups(&module, "main").contains(&true));
+    }
+    for _ in 0..4 {
+        let args = int_program_args(&mut rng, &module);
+        assert_fusion_invisible(&module, &args, "threefry round in generated code");
     }
 }
 

@@ -950,7 +950,8 @@ impl FusedKernel {
     /// computes on f32: `i1` inputs reach it widened to 0.0/1.0 ([`FusedKernel::run`]) and
     /// `i1` outputs leave it narrowed back ([`FusedKernel::run_generated`]).
     fn code_inputs(&self) -> Option<Vec<(&[usize], usize)>> {
-        let f32_or_mask = |et: ElementType| matches!(et, ElementType::F32 | ElementType::Pred);
+        // Integers travel as their bits in the same lanes.
+        let f32_or_mask = |et: ElementType| is_lane_type(et) || et == ElementType::Pred;
         let inputs = self.inputs.iter().all(|i| f32_or_mask(i.ty.element_type));
         let outputs = self.outputs.iter().all(|&(_, _, et)| f32_or_mask(et));
         (inputs && outputs).then(|| {

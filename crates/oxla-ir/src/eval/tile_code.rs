@@ -139,10 +139,59 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
         F::Not(a) => G::Not(r(*a)?),
         F::And(a, b) => G::And(r(*a)?, r(*b)?),
         F::Or(a, b) => G::Or(r(*a)?, r(*b)?),
-        // Generated code computes on f32 and masks only: kernels with mask xors, integer
-        // instructions or conversions run on the tile loops.
-        F::Xor(..) | F::IntUnary(..) | F::IntBinary(..) | F::IntCompare(..) | F::Convert(..) => {
-            return None
+        // Masks hold exactly 0.0 or 1.0: they differ where their xor is true.
+        F::Xor(a, b) => G::Compare(Cmp::Ne, r(*a)?, r(*b)?),
+        F::IntUnary(kind, signed, a) => {
+            let a = r(*a)?;
+            match kind {
+                OpKind::Negate => G::IntNegate(a),
+                OpKind::Abs if *signed => G::IntAbs(a),
+                OpKind::Not => G::BitNot(a),
+                // Unsigned abs (the value), sign, population count and leading zeros.
+                _ => return None,
+            }
+        }
+        F::IntBinary(kind, signed, a, b) => {
+            let (a, b) = (r(*a)?, r(*b)?);
+            match kind {
+                OpKind::Add => G::IntAdd(a, b),
+                OpKind::Subtract => G::IntSubtract(a, b),
+                OpKind::Multiply => G::IntMultiply(a, b),
+                OpKind::And => G::BitAnd(a, b),
+                OpKind::Or => G::BitOr(a, b),
+                OpKind::Xor => G::BitXor(a, b),
+                OpKind::ShiftLeft => G::ShiftLeft(a, b),
+                OpKind::ShiftRightLogical => G::ShiftRightLogical(a, b),
+                OpKind::ShiftRightArithmetic => G::ShiftRightArithmetic(a, b),
+                OpKind::Maximum => G::IntMaximum(*signed, a, b),
+                OpKind::Minimum => G::IntMinimum(*signed, a, b),
+                // Division, remainder and power keep the tile loops.
+                _ => return None,
+            }
+        }
+        F::IntCompare(dir, signed, a, b) => {
+            use crate::attrs::ComparisonDirection as D;
+            let cmp = match dir {
+                D::Eq => Cmp::Eq,
+                D::Ne => Cmp::Ne,
+                D::Lt => Cmp::Lt,
+                D::Le => Cmp::Le,
+                D::Gt => Cmp::Gt,
+                D::Ge => Cmp::Ge,
+            };
+            G::IntCompare(cmp, *signed, r(*a)?, r(*b)?)
+        }
+        F::Convert(conversion, a) => {
+            use super::fused::Conversion as C;
+            let a = r(*a)?;
+            match conversion {
+                C::MaskToInt => G::MaskToInt(a),
+                C::IntToMask => G::IntToMask(a),
+                C::S32ToF32 => G::IntToF32(true, a),
+                C::U32ToF32 => G::IntToF32(false, a),
+                C::F32ToS32 => G::F32ToInt(true, a),
+                C::F32ToU32 => G::F32ToInt(false, a),
+            }
         }
     })
 }
