@@ -271,12 +271,18 @@ pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
 fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrError>> {
     use super::typed::{build_overwritten, view, view_bytes};
     use ElementType as E;
-    fn map<A: super::typed::Plain, B: super::typed::Plain>(
+    /// `f` of every element, split over the threads from `2^18` elements on.
+    fn map<A: super::typed::Plain + Sync, B: super::typed::Plain + Send>(
         from: &[A],
         ty: &TensorType,
-        f: impl Fn(A) -> B,
+        f: impl Fn(A) -> B + Sync,
     ) -> Result<Literal, IrError> {
-        build_overwritten::<B>(ty.clone(), from.len(), |out| oxla_simd::map(from, out, f))
+        build_overwritten::<B>(ty.clone(), from.len(), |out| {
+            let per = from.len().div_ceil(super::threads::count()).max(1 << 18);
+            super::threads::for_each(from.chunks(per).zip(out.chunks_mut(per)), |(x, o)| {
+                oxla_simd::map(x, o, &f)
+            });
+        })
     }
     let (from, to) = (lit.ty.element_type, ty.element_type);
     Some(match (from, to) {

@@ -1175,13 +1175,32 @@ fn binary_fast(
     if !zip_bytes(et, kind, &mut [], &[], &[]) || !fits_plain(et, n, &[a, b]) {
         return None;
     }
-    // `zip_bytes` writes every element.
-    let mut data = super::pool::take_for_overwrite(n * et.byte_size());
-    if !zip_bytes(et, kind, &mut data, &a.data, &b.data) {
+    // `zip_bytes` writes every element; large outputs split over the threads (an operand
+    // of one element goes whole to every part).
+    let size = et.byte_size();
+    let mut data = super::pool::take_for_overwrite(n * size);
+    let per = n.div_ceil(super::threads::count()).max(PARALLEL_ELEMENTS) * size;
+    let part = |lit: &'_ Literal, c: usize| -> std::ops::Range<usize> {
+        if lit.data.len() == size {
+            0..size
+        } else {
+            c * per..((c + 1) * per).min(lit.data.len())
+        }
+    };
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    super::threads::for_each(data.chunks_mut(per.max(1)).enumerate(), |(c, out)| {
+        if !zip_bytes(et, kind, out, &a.data[part(a, c)], &b.data[part(b, c)]) {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    if failed.into_inner() {
         return None;
     }
     Some(Literal::new(TensorType::new(shape.to_vec(), et), data))
 }
+
+/// Outputs of at least this many elements split over the threads.
+const PARALLEL_ELEMENTS: usize = 1 << 18;
 
 /// Whether each operand holds `n` elements of `et`, or one that broadcasts.
 fn fits_plain(et: ElementType, n: usize, operands: &[&Literal]) -> bool {

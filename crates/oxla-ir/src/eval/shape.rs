@@ -7,6 +7,7 @@
 use super::context::{extents, strides, OpCx};
 use super::convert::convert_literal;
 use super::element::int_at;
+use super::typed::{self, Plain};
 use crate::{Attribute, ElementType, IrError, Literal, TensorType};
 
 fn internal(detail: &str) -> IrError {
@@ -355,11 +356,68 @@ pub(crate) fn iota(cx: OpCx<'_>) -> Result<Literal, IrError> {
     let dim = cx.int("iota_dimension")?;
     let dim = cx.dims("iota_dimension", &[dim], ty.rank())?[0];
     // The indices along `dim`, converted once, then broadcast over the other dimensions.
-    let len = extents(&ty.shape)[dim];
+    let ext = extents(&ty.shape);
+    let len = ext[dim];
+    if let Some(lit) = iota_typed(ty, len, ext[dim + 1..].iter().product()) {
+        return lit;
+    }
     let values: Vec<u8> = (0..len as i64).flat_map(i64::to_le_bytes).collect();
     let indices = Literal::new(TensorType::new(vec![len as i64], ElementType::S64), values)?;
     let indices = convert_literal(&indices, ty.element_type)?;
     broadcast_to(cx, &indices, ty, &[dim])
+}
+
+/// `iota` of a plain element type written directly, split over the threads when large:
+/// element `i` holds `(i / inner) % len` converted as `convert` does (integers wrap, floats
+/// round to nearest); `None` for other element types.
+fn iota_typed(ty: &TensorType, len: usize, inner: usize) -> Option<Result<Literal, IrError>> {
+    fn fill<T: Plain + Send>(
+        ty: &TensorType,
+        len: usize,
+        inner: usize,
+        of: impl Fn(u64) -> T + Sync,
+    ) -> Result<Literal, IrError> {
+        let n = ty.num_elements().unwrap_or(0);
+        let inner = inner.max(1);
+        typed::build_overwritten::<T>(ty.clone(), n, |out| {
+            let per = n.div_ceil(super::threads::count()).max(1 << 16);
+            super::threads::for_each(out.chunks_mut(per).enumerate(), |(c, mut part)| {
+                // Runs of `inner` equal values, or (with `inner` 1) of consecutive ones
+                // up to the wrap at `len`.
+                let start = c * per;
+                let mut q = (start / inner) % len;
+                let mut offset = start % inner;
+                while !part.is_empty() {
+                    let m = if inner == 1 { len - q } else { inner - offset };
+                    let (run, rest) = part.split_at_mut(m.min(part.len()));
+                    if inner == 1 {
+                        for (k, v) in run.iter_mut().enumerate() {
+                            *v = of((q + k) as u64);
+                        }
+                        q += run.len();
+                    } else {
+                        run.fill(of(q as u64));
+                        q += 1;
+                        offset = 0;
+                    }
+                    if q == len {
+                        q = 0;
+                    }
+                    part = rest;
+                }
+            });
+        })
+    }
+    use ElementType as E;
+    Some(match ty.element_type {
+        E::S8 | E::U8 => fill(ty, len, inner, |i| i as u8),
+        E::S16 | E::U16 => fill(ty, len, inner, |i| i as u16),
+        E::S32 | E::U32 => fill(ty, len, inner, |i| i as u32),
+        E::S64 | E::U64 => fill(ty, len, inner, |i| i),
+        E::F32 => fill(ty, len, inner, |i| i as f32),
+        E::F64 => fill(ty, len, inner, |i| i as f64),
+        _ => return None,
+    })
 }
 
 /// Broadcasts `x` into `ty`, operand dimension `i` becoming result dimension `dims[i]`.

@@ -762,6 +762,49 @@ mod shapes {
             to_i32(&run_function(&m, "main", &[]).unwrap()[0]),
             vec![0, 1, 2, 0, 1, 2]
         );
+        // Every element type and dimension, large enough to split over the threads: each
+        // element is its index along the dimension, converted as `convert` converts an s64.
+        for (shape, dim) in [
+            (vec![7i64], 0usize),
+            (vec![3, 5, 4], 0),
+            (vec![3, 5, 4], 1),
+            (vec![3, 5, 4], 2),
+            (vec![300, 1000], 1),
+            (vec![70000, 3], 0),
+            (vec![1, 0, 2], 2),
+        ] {
+            for et in [
+                E::S8,
+                E::U8,
+                E::S16,
+                E::U32,
+                E::S64,
+                E::F32,
+                E::F64,
+                E::BF16,
+                E::F16,
+            ] {
+                let (mut bld, _) = FuncBuilder::new(&[]);
+                let i = bld.op(
+                    K::Iota,
+                    &[],
+                    t(&shape, et),
+                    vec![("iota_dimension", int(dim as i64))],
+                );
+                let m = bld.finish(&[i]);
+                let got = run_function(&m, "main", &[]).unwrap().remove(0);
+                let n: usize = shape.iter().map(|&d| d as usize).product();
+                let inner: usize = shape[dim + 1..].iter().map(|&d| d as usize).product();
+                let len = shape[dim] as usize;
+                let indices: Vec<u8> = (0..n)
+                    .flat_map(|k| (((k / inner) % len) as i64).to_le_bytes())
+                    .collect();
+                let indices =
+                    Literal::new(crate::TensorType::new(shape.clone(), E::S64), indices).unwrap();
+                let want = super::super::convert::convert_literal(&indices, et).unwrap();
+                assert_eq!(got, want, "iota of {shape:?} along {dim} as {et}");
+            }
+        }
         // Low padding 1, interior 1 gives [p, 1, p, 2, p, 3]; high padding -1 drops the 3.
         let p = run_op(
             K::Pad,
