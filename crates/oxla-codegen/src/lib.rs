@@ -145,6 +145,9 @@ pub enum Inst {
     MaskToInt(u8),
     /// `1.0` where the integer is not 0, else `0.0`.
     IntToMask(u8),
+    /// The first element of input `k` (an [`Input::OnDemand`] one) in every lane. Tile
+    /// programs only; loops do not compile with it.
+    LoadScalar(u8),
 }
 
 /// An IEEE comparison of [`Inst::Compare`].
@@ -208,6 +211,7 @@ impl Inst {
             | Inst::MaskToInt(a)
             | Inst::IntToMask(a) => vec![a],
             Inst::Select(a, b, c) | Inst::Clamp(a, b, c) => vec![a, b, c],
+            Inst::LoadScalar(_) => vec![],
         }
     }
 
@@ -230,6 +234,11 @@ pub enum Input {
     RowScalar,
     /// The input's first element is the value everywhere.
     Scalar,
+    /// As [`Input::Scalar`], but not loaded into a register per chunk: each
+    /// [`Inst::LoadScalar`] of it loads it where an instruction needs it, so programs with
+    /// many one-value inputs (constants folded into a long chain) fit the registers. Its
+    /// register is ignored.
+    OnDemand,
 }
 
 /// A straight-line program over vector registers, run once per chunk of elements.
@@ -375,7 +384,7 @@ impl TileCode {
                     Input::Stream => end,
                     Input::RowVector => row_len.min(end),
                     Input::RowScalar => rows,
-                    Input::Scalar => 1,
+                    Input::Scalar | Input::OnDemand => 1,
                 }
         };
         if inputs.len() != self.inputs.len()
@@ -499,6 +508,10 @@ impl LoopCode {
         if !distinct
             || !defined_before_use(&program)
             || body.insts.iter().any(|(_, d)| fixed.contains(d))
+            || body
+                .insts
+                .iter()
+                .any(|(inst, _)| matches!(inst, Inst::LoadScalar(_)))
             || body
                 .inputs
                 .iter()

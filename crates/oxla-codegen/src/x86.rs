@@ -252,6 +252,9 @@ fn load_inputs(
 ) -> Result<(), IcedError> {
     let off = lanes.offset;
     for (k, &(kind, r)) in inputs.iter().enumerate() {
+        if kind == Input::OnDemand {
+            continue;
+        }
         let dst = ZMM[lanes.base + usize::from(r)];
         a.mov(rax, qword_ptr(array + 8 * k as i32))?;
         let load = |a: &mut CodeAssembler, src: AsmMemoryOperand| {
@@ -266,6 +269,7 @@ fn load_inputs(
             Input::RowVector => load(a, zmmword_ptr(rax + r12 * 4 + off))?,
             Input::RowScalar => a.vbroadcastss(dst, dword_ptr(rax + rbx * 4))?,
             Input::Scalar => a.vbroadcastss(dst, dword_ptr(rax))?,
+            Input::OnDemand => {}
         }
     }
     Ok(())
@@ -446,6 +450,12 @@ fn body(
                 let m = lanes.masks[0];
                 a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
                 a.vpsrld(under_zero(d, m), constant(K::AllOnes), 31)?;
+            }
+            Inst::LoadScalar(k) => {
+                // `r8` holds the input pointers (tile programs only). In a pair of chunks
+                // both copies load the same pointer into `rax` before either reads it.
+                a.mov(rax, qword_ptr(r8 + 8 * i32::from(k)))?;
+                a.vbroadcastss(d, dword_ptr(rax))?;
             }
             Inst::IntToMask(x) => {
                 let m = lanes.masks[0];

@@ -121,6 +121,7 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::F32ToInt(false, a) => int(g(a) as u32),
         Inst::MaskToInt(a) => int(u32::from(g(a) != 0.0)),
         Inst::IntToMask(a) => mask(u(a) != 0),
+        Inst::LoadScalar(_) => unreachable!("the random programs load no input on demand"),
         Inst::Negate(a) => -g(a),
         Inst::Abs(a) => g(a).abs(),
         Inst::Sqrt(a) => g(a).sqrt(),
@@ -275,7 +276,7 @@ fn random_inputs(rng: &mut Rng, p: &TileProgram, total: usize, row_len: usize) -
                 Input::Stream => total,
                 Input::RowVector => row_len,
                 Input::RowScalar => total.div_ceil(row_len),
-                Input::Scalar => 1,
+                Input::Scalar | Input::OnDemand => 1,
             };
             (0..n).map(|_| rng.value()).collect()
         })
@@ -291,7 +292,7 @@ fn registers_at(p: &TileProgram, inputs: &[Vec<f32>], i: usize, row_len: usize) 
             Input::Stream => input[i],
             Input::RowVector => input[i % row_len],
             Input::RowScalar => input[i / row_len],
-            Input::Scalar => input[0],
+            Input::Scalar | Input::OnDemand => input[0],
         };
     }
     for &(inst, d) in &p.insts {
@@ -451,6 +452,46 @@ fn extrema_with_a_constant_bound_follow_the_general_rules() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn inputs_loaded_on_demand_reach_the_instructions_that_read_them() {
+    if !available() {
+        return;
+    }
+    // Two one-value inputs loaded where they are needed (one twice, into the register
+    // the other used), between a stream and a one-value input held in a register.
+    let p = TileProgram {
+        inputs: vec![
+            (Input::Stream, 0),
+            (Input::OnDemand, 0),
+            (Input::Scalar, 1),
+            (Input::OnDemand, 0),
+        ],
+        insts: vec![
+            (Inst::LoadScalar(1), 2),
+            (Inst::IntAdd(0, 2), 3),
+            (Inst::LoadScalar(3), 2),
+            (Inst::IntMultiply(3, 2), 3),
+            (Inst::LoadScalar(1), 2),
+            (Inst::BitXor(3, 2), 3),
+            (Inst::IntSubtract(3, 1), 3),
+        ],
+        outputs: vec![3],
+        row_sums: Vec::new(),
+    };
+    let code = TileCode::compile(&p).expect("compiles");
+    let x: Vec<f32> = (0..37u32).map(|i| f32::from_bits(i * 977)).collect();
+    let (a, b, c) = (f32::from_bits(5), f32::from_bits(1000), f32::from_bits(3));
+    let mut out = vec![0.0f32; 37];
+    assert_eq!(
+        code.run(&[&x, &[a], &[b], &[c]], &mut [&mut out[..]], 0, 37, 37),
+        Some(37)
+    );
+    for (i, (&x, &o)) in x.iter().zip(&out).enumerate() {
+        let want = (x.to_bits().wrapping_add(5).wrapping_mul(3) ^ 5).wrapping_sub(1000);
+        assert_eq!(o.to_bits(), want, "element {i}");
     }
 }
 

@@ -543,6 +543,56 @@ fn threefry_rounds_fuse_integer_and_float_members() {
     }
 }
 
+/// A chain over `shape` reading more one-value inputs than generated code has registers:
+/// scalar arguments and scalar constants broadcast into shifts, adds and float steps (as
+/// JAX's unrolled threefry hash reads its rotation amounts and key words).
+fn many_scalars_program(shape: &str, scalars: usize) -> String {
+    let mut body = String::new();
+    let ty = format!("tensor<{shape}xui32>");
+    let mut last = "%x".to_string();
+    for k in 0..scalars {
+        // Scalar arguments are added; constants are shift amounts below the width and odd
+        // factors, so every step's value reaches the result.
+        let (source, op) = match k % 3 {
+            0 => (format!("%s{}", k / 3), "add"),
+            1 => (format!("%c{k}"), "shift_left"),
+            _ => (format!("%c{k}"), "multiply"),
+        };
+        let value = if k % 3 == 1 { 1 + k % 29 } else { 2 * k + 1 };
+        if k % 3 != 0 {
+            body += &format!("    %c{k} = stablehlo.constant dense<{value}> : tensor<ui32>\n");
+        }
+        body += &format!(
+            "    %b{k} = stablehlo.broadcast_in_dim {source}, dims = [] : (tensor<ui32>) -> {ty}\n"
+        );
+        body += &format!("    %v{k} = stablehlo.{op} {last}, %b{k} : {ty}\n");
+        body += &format!("    %w{k} = stablehlo.xor %v{k}, {last} : {ty}\n");
+        last = format!("%w{k}");
+    }
+    let args: String = (0..scalars.div_ceil(3))
+        .map(|k| format!(", %s{k}: tensor<ui32>"))
+        .collect();
+    format!(
+        "func.func @main(%x: {ty}{args}) -> ({ty}, tensor<{shape}xf32>) {{\n{body}    %f = stablehlo.convert {last} : ({ty}) -> tensor<{shape}xf32>\n    return {last}, %f : {ty}, tensor<{shape}xf32>\n}}\n"
+    )
+}
+
+#[test]
+fn groups_with_more_one_value_inputs_than_registers_run_generated_code() {
+    for scalars in [10, 40, 90] {
+        let text = many_scalars_program("64x300", scalars);
+        let module = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        if tile_code::available() {
+            assert_eq!(generated_groups(&module, "main"), vec![true], "{scalars}");
+        }
+        let mut rng = Rng(scalars as u64);
+        for _ in 0..3 {
+            let args = int_program_args(&mut rng, &module);
+            assert_fusion_invisible(&module, &args, &format!("{scalars} scalars"));
+        }
+    }
+}
+
 /// A chain of `+ - * / max min` where each op reads the previous result (as its first
 /// operand, its second, or both) and, for the other operand, an argument, a broadcast row,
 /// a per-row value or a scalar: scalar operands, one-value instructions and direct

@@ -1423,7 +1423,7 @@ impl Inst {
         matches!(self, Inst::IntBinary(..) | Inst::IntCompare(..))
     }
 
-    fn map_sources(&mut self, f: impl Fn(usize) -> usize) {
+    pub(crate) fn map_sources(&mut self, f: impl Fn(usize) -> usize) {
         match self {
             Inst::Unary(_, a) | Inst::Not(a) | Inst::IntUnary(_, _, a) | Inst::Convert(_, a) => {
                 *a = f(*a)

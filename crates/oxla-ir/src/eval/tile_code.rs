@@ -196,6 +196,152 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
     })
 }
 
+/// The registers generated tile programs may name.
+const REGISTERS: usize = 24;
+
+/// One step of a program being given registers anew: a one-value input loaded where an
+/// instruction reads it, or a kernel instruction (over value numbers) with its bound.
+enum Step {
+    Load(usize),
+    Inst(super::fused::Inst, Option<(usize, f32)>),
+}
+
+/// The program of a kernel whose inputs, held in registers for the whole chunk, leave too
+/// few registers for its instructions (long chains with many constants, such as JAX's
+/// unrolled threefry hash): its one-value inputs become [`Input::OnDemand`], loaded by an
+/// [`oxla_codegen::Inst::LoadScalar`] before each instruction that reads them, and every
+/// value gets a register by liveness (a destination never shares a register with its
+/// instruction's sources). `None` when it still needs more than [`REGISTERS`].
+fn on_demand_program(
+    kinds: &[Input],
+    inputs: &[(&[usize], usize)],
+    insts: &[(super::fused::Inst, usize)],
+    bounds: &[Option<(usize, f32)>],
+    outputs: &[usize],
+) -> Option<TileProgram> {
+    // Value numbers: one per input, then one per step's result.
+    let mut current: std::collections::HashMap<usize, usize> = Default::default();
+    let mut on_demand: Vec<Option<usize>> = Vec::new();
+    for (k, (&kind, &(_, r))) in kinds.iter().zip(inputs).enumerate() {
+        current.insert(r, on_demand.len());
+        on_demand.push((kind == Input::Scalar).then_some(k));
+    }
+    let n_inputs = on_demand.len();
+    let mut next = n_inputs;
+    let mut steps: Vec<(Step, Vec<usize>, usize)> = Vec::new();
+    for (i, (inst, d)) in insts.iter().enumerate() {
+        let mut renamed: Vec<(usize, usize)> = Vec::new();
+        for r in inst.sources() {
+            if renamed.iter().any(|&(from, _)| from == r) {
+                continue;
+            }
+            let v = *current.get(&r)?;
+            let v = match on_demand.get(v).copied().flatten() {
+                Some(k) => {
+                    steps.push((Step::Load(k), Vec::new(), next));
+                    next += 1;
+                    next - 1
+                }
+                None => v,
+            };
+            renamed.push((r, v));
+        }
+        let mut inst = inst.clone();
+        inst.map_sources(|r| {
+            renamed
+                .iter()
+                .find(|&&(from, _)| from == r)
+                .map_or(r, |&(_, v)| v)
+        });
+        let sources = inst.sources().to_vec();
+        steps.push((
+            Step::Inst(inst, bounds.get(i).copied().flatten()),
+            sources,
+            next,
+        ));
+        current.insert(*d, next);
+        next += 1;
+    }
+    let out_values: Vec<usize> = outputs
+        .iter()
+        .map(|r| current.get(r).copied())
+        .collect::<Option<_>>()?;
+    // An output that is an input read on demand has no register to store from.
+    if out_values
+        .iter()
+        .any(|&v| v < n_inputs && on_demand[v].is_some())
+    {
+        return None;
+    }
+    // The last step reading each value (outputs live to the end).
+    let end = steps.len();
+    let mut last = vec![0usize; next];
+    for (i, (_, sources, _)) in steps.iter().enumerate() {
+        for &v in sources {
+            last[v] = last[v].max(i);
+        }
+    }
+    for &v in &out_values {
+        last[v] = end;
+    }
+    let mut phys: Vec<Option<usize>> = vec![None; next];
+    let mut free: Vec<usize> = Vec::new();
+    let mut count = 0usize;
+    let mut take = |free: &mut Vec<usize>| {
+        free.pop().unwrap_or_else(|| {
+            count += 1;
+            count - 1
+        })
+    };
+    for v in 0..n_inputs {
+        if on_demand[v].is_none() {
+            phys[v] = Some(take(&mut free));
+        }
+    }
+    for (i, (_, sources, dst)) in steps.iter().enumerate() {
+        phys[*dst] = Some(take(&mut free));
+        let mut released: Vec<usize> = sources.iter().copied().filter(|&v| last[v] == i).collect();
+        if last[*dst] <= i && !out_values.contains(dst) {
+            released.push(*dst);
+        }
+        released.sort_unstable();
+        released.dedup();
+        free.extend(released.into_iter().filter_map(|v| phys[v]));
+    }
+    if count > REGISTERS {
+        return None;
+    }
+    let reg = |v: usize| {
+        phys.get(v)
+            .copied()
+            .flatten()
+            .and_then(|p| u8::try_from(p).ok())
+    };
+    Some(TileProgram {
+        inputs: (0..n_inputs)
+            .map(|v| match on_demand[v] {
+                Some(_) => Some((Input::OnDemand, 0)),
+                None => Some((kinds[v], reg(v)?)),
+            })
+            .collect::<Option<_>>()?,
+        insts: steps
+            .into_iter()
+            .map(|(step, _, dst)| {
+                let inst = match step {
+                    Step::Load(k) => oxla_codegen::Inst::LoadScalar(u8::try_from(k).ok()?),
+                    Step::Inst(mut inst, bound) => {
+                        inst.map_sources(|v| phys[v].unwrap_or(usize::MAX));
+                        translate(&inst, bound)?
+                    }
+                };
+                Some((inst, reg(dst)?))
+            })
+            .collect::<Option<_>>()?,
+        outputs: out_values.iter().map(|&v| reg(v)).collect::<Option<_>>()?,
+        row_sums: Vec::new(),
+    })
+}
+
 /// How an input with `strides` (per dimension of `shape`, 0 where it broadcasts) is read
 /// over rows of `shape`'s last dimension, when it is one of the generated code's patterns.
 fn classify(shape: &[usize], strides: &[usize]) -> Option<Input> {
@@ -326,6 +472,27 @@ impl KernelCode {
                     Input::RowScalar => Input::Stream,
                     other => other,
                 };
+            }
+        }
+        if sum.is_none() {
+            let named = inputs
+                .iter()
+                .map(|&(_, r)| r)
+                .chain(
+                    insts
+                        .iter()
+                        .flat_map(|(i, d)| i.sources().into_iter().chain([*d])),
+                )
+                .chain(outputs.iter().copied())
+                .max()
+                .map_or(0, |r| r + 1);
+            if named > REGISTERS {
+                let program = on_demand_program(&kinds, inputs, insts, bounds, outputs)?;
+                return Some(KernelCode(Arc::new(Inner {
+                    program,
+                    row_len,
+                    code: OnceLock::new(),
+                })));
             }
         }
         let mut program = TileProgram {
