@@ -71,6 +71,19 @@ impl std::fmt::Debug for KernelCode {
     }
 }
 
+/// The generated-code comparison of a direction.
+fn cmp_of(dir: crate::attrs::ComparisonDirection) -> Cmp {
+    use crate::attrs::ComparisonDirection as D;
+    match dir {
+        D::Eq => Cmp::Eq,
+        D::Ne => Cmp::Ne,
+        D::Lt => Cmp::Lt,
+        D::Le => Cmp::Le,
+        D::Gt => Cmp::Gt,
+        D::Ge => Cmp::Ge,
+    }
+}
+
 /// The generated-code form of a kernel's instruction, when it has one; `bound` is the
 /// position and value of a maximum's or minimum's constant operand, when it has one.
 fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<oxla_codegen::Inst> {
@@ -121,18 +134,7 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
             }
         }
         // Total-order compares have no generated form.
-        F::Compare(dir, false, a, b) => {
-            use crate::attrs::ComparisonDirection as D;
-            let cmp = match dir {
-                D::Eq => Cmp::Eq,
-                D::Ne => Cmp::Ne,
-                D::Lt => Cmp::Lt,
-                D::Le => Cmp::Le,
-                D::Gt => Cmp::Gt,
-                D::Ge => Cmp::Ge,
-            };
-            G::Compare(cmp, r(*a)?, r(*b)?)
-        }
+        F::Compare(dir, false, a, b) => G::Compare(cmp_of(*dir), r(*a)?, r(*b)?),
         F::Compare(_, true, _, _) => return None,
         F::Select(p, t, f) => G::Select(r(*p)?, r(*t)?, r(*f)?),
         F::Clamp(lo, x, hi) => G::Clamp(r(*lo)?, r(*x)?, r(*hi)?),
@@ -169,18 +171,7 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
                 _ => return None,
             }
         }
-        F::IntCompare(dir, signed, a, b) => {
-            use crate::attrs::ComparisonDirection as D;
-            let cmp = match dir {
-                D::Eq => Cmp::Eq,
-                D::Ne => Cmp::Ne,
-                D::Lt => Cmp::Lt,
-                D::Le => Cmp::Le,
-                D::Gt => Cmp::Gt,
-                D::Ge => Cmp::Ge,
-            };
-            G::IntCompare(cmp, *signed, r(*a)?, r(*b)?)
-        }
+        F::IntCompare(dir, signed, a, b) => G::IntCompare(cmp_of(*dir), *signed, r(*a)?, r(*b)?),
         F::Convert(conversion, a) => {
             use super::fused::Conversion as C;
             let a = r(*a)?;
