@@ -278,10 +278,7 @@ fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrErro
         f: impl Fn(A) -> B + Sync,
     ) -> Result<Literal, IrError> {
         build_overwritten::<B>(ty.clone(), from.len(), |out| {
-            let per = from.len().div_ceil(super::threads::count()).max(1 << 18);
-            super::threads::for_each(from.chunks(per).zip(out.chunks_mut(per)), |(x, o)| {
-                oxla_simd::map(x, o, &f)
-            });
+            super::threads::map_split(from, out, 1 << 18, |x, o| oxla_simd::map(x, o, &f));
         })
     }
     let (from, to) = (lit.ty.element_type, ty.element_type);

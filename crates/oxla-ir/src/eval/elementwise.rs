@@ -1113,7 +1113,7 @@ fn narrow_binary_fast(
 
 /// The common float unary ops on an f32/f64 literal, read and written in place; `None`
 /// for the other ops.
-fn float_unary_fast<T: Plain + Float>(
+fn float_unary_fast<T: Plain + Float + Send + Sync>(
     kind: &OpKind,
     x: &Literal,
 ) -> Option<Result<Literal, IrError>> {
@@ -1126,10 +1126,17 @@ fn float_unary_fast<T: Plain + Float>(
         x.ty.clone(),
         v.len(),
         |out| {
-            T::map_common(&v, out, kind);
+            super::threads::map_split(&v, out, UNARY_PARALLEL_ELEMENTS, |v, o| {
+                T::map_common(v, o, kind);
+            });
         },
     ))
 }
+
+/// Unary ops on at least twice this many elements split over the threads: a transcendental
+/// spends several nanoseconds per element, so the split pays off well before the memory-bound
+/// binary ops' [`PARALLEL_ELEMENTS`].
+const UNARY_PARALLEL_ELEMENTS: usize = 1 << 16;
 
 /// `out[i] = f(a[i], b[i])`, where an operand of one element broadcasts, on the widest
 /// vectors the CPU has (the baseline x86-64 target has 4-lane vectors and no blend, which

@@ -241,7 +241,9 @@ pub(crate) fn native_composite(cx: OpCx<'_>, x: &Literal) -> Option<Result<Liter
         x.ty.clone(),
         v.len(),
         |out| {
-            super::fastmath::map_f32(&v, out, &OpKind::ChloErf);
+            super::threads::map_split(&v, out, 1 << 15, |v, o| {
+                super::fastmath::map_f32(v, o, &OpKind::ChloErf);
+            });
         },
     ))
 }

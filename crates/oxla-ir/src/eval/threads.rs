@@ -66,3 +66,22 @@ pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         None => f(),
     }
 }
+
+/// `job(from part, out part)` over matching parts of `from` and `out`, split over the
+/// threads into parts of at least `min_part` elements (one part, on the calling thread, when
+/// the slices are shorter than two of them).
+pub(crate) fn map_split<A: Sync, B: Send>(
+    from: &[A],
+    out: &mut [B],
+    min_part: usize,
+    job: impl Fn(&[A], &mut [B]) + Sync,
+) {
+    let per = from.len().div_ceil(count()).max(min_part).max(1);
+    if per >= from.len() {
+        job(from, out);
+        return;
+    }
+    for_each(from.chunks(per).zip(out.chunks_mut(per)), |(x, o)| {
+        job(x, o)
+    });
+}
