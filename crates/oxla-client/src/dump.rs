@@ -572,7 +572,10 @@ mod tests {
             .iter()
             .map(|p| p["name"].as_str().unwrap())
             .collect();
-        assert_eq!(phases, ["read", "verify", "check", "inline", "divisions"]);
+        assert_eq!(
+            phases,
+            ["read", "verify", "check", "inline", "fold", "divisions"]
+        );
         // Nothing was inlined, so there is no IR after the pass.
         assert!(!compile_dir.join("ir.020-inline.mlir").exists());
         std::fs::remove_dir_all(&dir).unwrap();

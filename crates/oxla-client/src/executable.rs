@@ -260,6 +260,18 @@ impl Executable {
             if inlined > 0 {
                 run.ir_after("inline", device_module.as_ref().unwrap_or(&module));
             }
+            // Integer guards on constants (JAX's `select(c == 0, 1, c)` around a divisor)
+            // become constants, so the fused code sees a constant divisor.
+            let folded = run.phase("fold", || {
+                let mut folded = oxla_ir::transform::fold_integer_constants(&mut module);
+                if let Some(device_module) = device_module.as_mut() {
+                    folded += oxla_ir::transform::fold_integer_constants(device_module);
+                }
+                Ok(folded)
+            })?;
+            if folded > 0 {
+                run.ir_after("fold", device_module.as_ref().unwrap_or(&module));
+            }
         }
         if run.flags().xla_divisions {
             // Divisions round as on XLA's cpu backend (`x / c` as `x * (1/c)`, ...), so a

@@ -110,6 +110,7 @@ fn client_flags_take_effect() {
             "verify",
             "check",
             "inline",
+            "fold",
             "divisions",
             "verify-plan"
         ]
@@ -133,6 +134,7 @@ fn client_flags_take_effect() {
             "verify",
             "check",
             "inline",
+            "fold",
             "divisions",
             "verify-plan"
         ]

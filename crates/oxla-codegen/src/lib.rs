@@ -131,9 +131,22 @@ pub enum Inst {
     /// `(signed, a, b)`: the larger (or smaller) as signed or unsigned integers.
     IntMaximum(bool, u8, u8),
     IntMinimum(bool, u8, u8),
+    /// `(signed, a, b)`: the quotient truncated toward zero, as XLA defines integer
+    /// division: all ones for a zero divisor, and the smallest signed value divided by -1
+    /// is itself.
+    IntDivide(bool, u8, u8),
+    /// `(signed, a, b)`: `a - (a / b) * b` with [`Inst::IntDivide`]'s quotient, wrapping
+    /// (the smallest signed value by -1 gives 0); `a` for a zero divisor.
+    IntRemainder(bool, u8, u8),
+    /// `(signed, a, c)`: [`Inst::IntDivide`] and [`Inst::IntRemainder`] by the constant
+    /// divisor `c` (its bits), without a division.
+    IntDivideBy(bool, u8, u32),
+    IntRemainderBy(bool, u8, u32),
     /// Wrapping negation, and the absolute value of a signed integer (the smallest stays).
     IntNegate(u8),
     IntAbs(u8),
+    /// `(signed, a)`: -1, 0 or 1 by the sign of `a` (0 or 1 when unsigned).
+    IntSign(bool, u8),
     /// `(cmp, signed, a, b)`: `1.0` where the integer comparison holds, else `0.0`.
     IntCompare(Cmp, bool, u8, u8),
     /// `(signed, a)`: the integer as the nearest f32 (ties to even).
@@ -184,6 +197,8 @@ impl Inst {
             | Inst::ShiftRightArithmetic(a, b)
             | Inst::IntMaximum(_, a, b)
             | Inst::IntMinimum(_, a, b)
+            | Inst::IntDivide(_, a, b)
+            | Inst::IntRemainder(_, a, b)
             | Inst::IntCompare(_, _, a, b)
             | Inst::Compare(_, a, b)
             | Inst::And(a, b)
@@ -206,6 +221,9 @@ impl Inst {
             | Inst::BitNot(a)
             | Inst::IntNegate(a)
             | Inst::IntAbs(a)
+            | Inst::IntSign(_, a)
+            | Inst::IntDivideBy(_, a, _)
+            | Inst::IntRemainderBy(_, a, _)
             | Inst::IntToF32(_, a)
             | Inst::F32ToInt(_, a)
             | Inst::MaskToInt(a)

@@ -67,10 +67,11 @@ enum K {
     NegMinNormal,
     AllOnes,
     TwoPow31,
+    IntOne,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 22] = [
+const POOL: [u32; 24] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -93,6 +94,9 @@ const POOL: [u32; 22] = [
     (-f32::MIN_POSITIVE).to_bits(),
     u32::MAX,
     2_147_483_648.0f32.to_bits(),
+    1,
+    // Padding: `POOL64` follows 8-byte aligned.
+    0,
 ];
 // `POOL64` follows 8-byte aligned.
 const _: () = assert!(POOL.len().is_multiple_of(2));
@@ -409,6 +413,18 @@ fn body(
                 a.vpsubd(d, s0, z(x))?;
             }
             Inst::IntAbs(x) => a.vpabsd(d, z(x))?,
+            Inst::IntSign(true, x) => {
+                // Clamped to [-1, 1].
+                a.vpminsd(s0, z(x), constant(K::IntOne))?;
+                a.vpmaxsd(d, s0, constant(K::AllOnes))?;
+            }
+            Inst::IntSign(false, x) => a.vpminud(d, z(x), constant(K::IntOne))?,
+            Inst::IntDivide(signed, x, y) => int_divide(a, lanes, d, z(x), z(y), signed, false)?,
+            Inst::IntRemainder(signed, x, y) => int_divide(a, lanes, d, z(x), z(y), signed, true)?,
+            Inst::IntDivideBy(signed, x, c) => int_divide_by(a, lanes, d, z(x), c, signed, false)?,
+            Inst::IntRemainderBy(signed, x, c) => {
+                int_divide_by(a, lanes, d, z(x), c, signed, true)?
+            }
             Inst::IntCompare(cmp, signed, x, y) => {
                 // `vpcmpd` predicates: 0 ==, 1 <, 2 <=, 4 !=, 5 >=, 6 >.
                 let predicate = match cmp {
@@ -465,6 +481,147 @@ fn body(
         }
     }
     Ok(())
+}
+
+/// `d = x / y` (or the remainder `x - (x / y) y` when `remainder`) on 32-bit integers, as
+/// `Inst::IntDivide` and `Inst::IntRemainder` describe, the way the evaluator divides
+/// (`narrow_div` in `oxla-ir`): each half of the chunk widened to eight f64 lanes, where
+/// the correctly rounded quotient of two such integers truncates to the exact truncated
+/// quotient; adding `1.5 * 2^52` puts that integer, wrapped, in the low mantissa bits,
+/// which the narrowing keeps (`MIN / -1` comes out as `2^31`, which wraps to `MIN`). A zero
+/// divisor is read as 1, and its lanes take all ones (the quotient) or `x` (the
+/// remainder) afterwards. Reads `x` and `y` before writing `d`.
+fn int_divide(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    y: AsmRegisterZmm,
+    signed: bool,
+    remainder: bool,
+) -> Result<(), IcedError> {
+    let [xs, ys, q, xd, yd, part, t, _] = lanes.scratch;
+    let zero = lanes.masks[0];
+    a.vmovdqa32(xs, x)?;
+    a.vmovdqa32(ys, y)?;
+    a.vptestnmd(zero, ys, ys)?;
+    // 1 (all ones shifted right by 31) in the zero lanes.
+    a.vpsrld(under_z(ys, zero), constant(K::AllOnes), 31)?;
+    for half in 0..2 {
+        let (xh, yh) = if half == 0 {
+            (low_half(xs), low_half(ys))
+        } else {
+            a.vextracti64x4(low_half(xd), xs, 1)?;
+            a.vextracti64x4(low_half(yd), ys, 1)?;
+            (low_half(xd), low_half(yd))
+        };
+        if signed {
+            a.vcvtdq2pd(xd, xh)?;
+            a.vcvtdq2pd(yd, yh)?;
+        } else {
+            a.vcvtudq2pd(xd, xh)?;
+            a.vcvtudq2pd(yd, yh)?;
+        }
+        a.vdivpd(xd, xd, yd)?;
+        // Toward zero (mode 3), the inexact exception suppressed.
+        a.vrndscalepd(xd, xd, 0x0b)?;
+        a.vaddpd(xd, xd, constant64(K64::Round))?;
+        if half == 0 {
+            a.vpmovqd(low_half(q), xd)?;
+        } else {
+            a.vpmovqd(low_half(part), xd)?;
+            a.vinserti64x4(q, q, low_half(part), 1)?;
+        }
+    }
+    if remainder {
+        a.vpmulld(t, q, ys)?;
+        a.vpsubd(t, xs, t)?;
+        a.vmovdqa32(under_z(t, zero), xs)?;
+        a.vmovdqa32(d, t)
+    } else {
+        a.vpternlogd(under_z(q, zero), q, q, 0xff)?;
+        a.vmovdqa32(d, q)
+    }
+}
+
+/// The f64 that `x / c` is computed as `x * r` with, for a nonzero 32-bit divisor `c`:
+/// `1 / c` rounded away from zero. For `|x| < 2^32` the product is then at least the exact
+/// quotient in magnitude (an integer quotient stays that integer: it is representable and
+/// the exact product is not below it), and its excess, under `|x / c| 2^-51`, stays below
+/// the `1 / |c|` that separates a non-integer quotient from the next integer, so the
+/// product truncates to the truncated quotient.
+fn reciprocal_away_from_zero(c: f64) -> f64 {
+    let r = 1.0 / c.abs();
+    // Rounded down when `r c - 1`, computed exactly by the fused multiply-add, is negative.
+    let r = if r.mul_add(c.abs(), -1.0) < 0.0 {
+        f64::from_bits(r.to_bits() + 1)
+    } else {
+        r
+    };
+    r.copysign(c)
+}
+
+/// `d = x / c` (or the remainder `x - (x / c) c` when `remainder`) for the constant 32-bit
+/// divisor `c`, as `Inst::IntDivideBy` and `Inst::IntRemainderBy` describe: as
+/// [`int_divide`], with the division a product by [`reciprocal_away_from_zero`]. A zero
+/// divisor gives all ones (the quotient) or `x` (the remainder). Reads `x` before writing
+/// `d`.
+fn int_divide_by(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    c: u32,
+    signed: bool,
+    remainder: bool,
+) -> Result<(), IcedError> {
+    let [xs, q, xd, part, t, r, _, _] = lanes.scratch;
+    if c == 0 {
+        return if remainder {
+            a.vmovdqa32(d, x)
+        } else {
+            a.vpternlogd(d, d, d, 0xff)
+        };
+    }
+    let divisor = if signed {
+        f64::from(c as i32)
+    } else {
+        f64::from(c)
+    };
+    a.mov(rax, reciprocal_away_from_zero(divisor).to_bits())?;
+    a.vpbroadcastq(r, rax)?;
+    a.vmovdqa32(xs, x)?;
+    for half in 0..2 {
+        let xh = if half == 0 {
+            low_half(xs)
+        } else {
+            a.vextracti64x4(low_half(xd), xs, 1)?;
+            low_half(xd)
+        };
+        if signed {
+            a.vcvtdq2pd(xd, xh)?;
+        } else {
+            a.vcvtudq2pd(xd, xh)?;
+        }
+        a.vmulpd(xd, xd, r)?;
+        // Toward zero (mode 3), the inexact exception suppressed.
+        a.vrndscalepd(xd, xd, 0x0b)?;
+        a.vaddpd(xd, xd, constant64(K64::Round))?;
+        if half == 0 {
+            a.vpmovqd(low_half(q), xd)?;
+        } else {
+            a.vpmovqd(low_half(part), xd)?;
+            a.vinserti64x4(q, q, low_half(part), 1)?;
+        }
+    }
+    if remainder {
+        a.mov(eax, c)?;
+        a.vpbroadcastd(t, eax)?;
+        a.vpmulld(t, q, t)?;
+        a.vpsubd(d, xs, t)
+    } else {
+        a.vmovdqa32(d, q)
+    }
 }
 
 /// `vcmpps` predicates (ordered and quiet, except `!=`, which is true for NaN).

@@ -96,6 +96,24 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::IntMaximum(false, a, b) => int(u(a).max(u(b))),
         Inst::IntMinimum(true, a, b) => int((u(a) as i32).min(u(b) as i32) as u32),
         Inst::IntMinimum(false, a, b) => int(u(a).min(u(b))),
+        Inst::IntDivide(true, a, b) => int(match (u(a) as i32, u(b) as i32) {
+            (_, 0) => -1,
+            (x, y) => x.wrapping_div(y),
+        } as u32),
+        Inst::IntDivide(false, a, b) => int(u(a).checked_div(u(b)).unwrap_or(u32::MAX)),
+        Inst::IntRemainder(true, a, b) => int(match (u(a) as i32, u(b) as i32) {
+            (x, 0) => x,
+            (x, y) => x.wrapping_rem(y),
+        } as u32),
+        Inst::IntRemainder(false, a, b) => int(u(a).checked_rem(u(b)).unwrap_or(u(a))),
+        Inst::IntDivideBy(signed, a, c) => {
+            eval(Inst::IntDivide(signed, 0, 1), &[g(a), f32::from_bits(c)])
+        }
+        Inst::IntRemainderBy(signed, a, c) => {
+            eval(Inst::IntRemainder(signed, 0, 1), &[g(a), f32::from_bits(c)])
+        }
+        Inst::IntSign(true, a) => int((u(a) as i32).signum() as u32),
+        Inst::IntSign(false, a) => int(u(a).min(1)),
         Inst::IntNegate(a) => int(u(a).wrapping_neg()),
         Inst::IntAbs(a) => int((u(a) as i32).wrapping_abs() as u32),
         Inst::IntCompare(cmp, signed, a, b) => {
@@ -208,7 +226,12 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
         let (a, b, c) = (pick(rng), pick(rng), pick(rng));
         let cmp = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.below(6)];
         let signed = rng.below(2) == 0;
-        let inst = match rng.below(40) {
+        let inst = match rng.below(46) {
+            40 => Inst::IntDivide(signed, a, b),
+            41 => Inst::IntRemainder(signed, a, b),
+            42 => Inst::IntSign(signed, a),
+            43 => Inst::IntDivideBy(signed, a, rng.value().to_bits()),
+            44 => Inst::IntRemainderBy(signed, a, rng.value().to_bits()),
             18 => Inst::IntAdd(a, b),
             19 => Inst::IntSubtract(a, b),
             20 => Inst::IntMultiply(a, b),
@@ -450,6 +473,182 @@ fn extrema_with_a_constant_bound_follow_the_general_rules() {
                         got.to_bits()
                     );
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_division_covers_every_pair_of_edge_values() {
+    if !available() {
+        return;
+    }
+    let edges: Vec<u32> = [
+        0i64,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        7,
+        -7,
+        100,
+        -100,
+        65536,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        i32::MIN as i64 + 1,
+        i32::MAX as i64 - 1,
+        0x8000_0001,
+        0xffff_fff0,
+        0x7fff_0000,
+        123_456_789,
+        -987_654_321,
+    ]
+    .iter()
+    .map(|&v| v as u32)
+    .collect();
+    // Every (dividend, divisor) pair, the divisor's position moving through the lanes, with
+    // a masked tail.
+    let (xs, ys): (Vec<f32>, Vec<f32>) = edges
+        .iter()
+        .flat_map(|&x| edges.iter().map(move |&y| (x, y)))
+        .chain((0..3).map(|k| (edges[k], edges[k + 1])))
+        .map(|(x, y)| (f32::from_bits(x), f32::from_bits(y)))
+        .unzip();
+    for signed in [true, false] {
+        // The quotient overwrites the dividend and the remainder the divisor (as register
+        // packing may arrange), the sign its operand.
+        let p = TileProgram {
+            inputs: vec![(Input::Stream, 0), (Input::Stream, 1), (Input::Stream, 3)],
+            insts: vec![
+                (Inst::IntRemainder(signed, 0, 1), 2),
+                (Inst::IntDivide(signed, 0, 1), 0),
+                (Inst::IntRemainder(signed, 3, 1), 1),
+                (Inst::IntSign(signed, 2), 2),
+            ],
+            outputs: vec![0, 1, 2],
+            row_sums: Vec::new(),
+        };
+        let code = TileCode::compile(&p).expect("compiles");
+        let len = xs.len();
+        let (mut q, mut r, mut sign) = (vec![0.0f32; len], vec![0.0f32; len], vec![0.0f32; len]);
+        assert_eq!(
+            code.run(
+                &[&xs, &ys, &xs],
+                &mut [&mut q[..], &mut r[..], &mut sign[..]],
+                0,
+                len,
+                len
+            ),
+            Some(len)
+        );
+        for i in 0..len {
+            let (x, y) = (xs[i].to_bits(), ys[i].to_bits());
+            let regs = [xs[i], ys[i], 0.0, xs[i]];
+            let rem = eval(Inst::IntRemainder(signed, 0, 1), &regs);
+            let want = [
+                eval(Inst::IntDivide(signed, 0, 1), &regs).to_bits(),
+                rem.to_bits(),
+                eval(Inst::IntSign(signed, 0), &[rem]).to_bits(),
+            ];
+            let got = [q[i].to_bits(), r[i].to_bits(), sign[i].to_bits()];
+            assert_eq!(got, want, "signed {signed}: {x:#x} by {y:#x}");
+        }
+    }
+}
+
+#[test]
+fn integer_division_by_constants_matches_division() {
+    if !available() {
+        return;
+    }
+    let mut rng = Rng(7);
+    let mut divisors: Vec<u32> = [
+        0i64,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        -3,
+        5,
+        7,
+        -7,
+        10,
+        11,
+        13,
+        1000,
+        -1000,
+        65535,
+        65536,
+        65537,
+        1_000_000_007,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        i32::MIN as i64 + 1,
+        0x8000_0001,
+        0xffff_fffe,
+        0xc000_0000,
+        0x4000_0000,
+        3_000_000_000,
+    ]
+    .iter()
+    .map(|&v| v as u32)
+    .collect();
+    divisors.extend((0..40).map(|_| rng.next() as u32 | (rng.next() as u32) << 31));
+    divisors.extend((0..40).map(|_| 1 + rng.below(5000) as u32));
+    for &c in &divisors {
+        for signed in [true, false] {
+            // Dividends at, just below and just above multiples of the divisor across the
+            // whole range (where a truncated product would be off by one), the extremes, and
+            // random ones; then a masked tail.
+            let mut xs: Vec<u32> = vec![0, 1, u32::MAX, 0x8000_0000, 0x7fff_ffff, 0x8000_0001];
+            for k in 0..200u64 {
+                let step = if c == 0 { 1 } else { u64::from(u32::MAX) / 200 };
+                let near = (k * step) as u32;
+                let m = if c == 0 { near } else { near - near % c.max(1) };
+                xs.extend([m, m.wrapping_sub(1), m.wrapping_add(1)]);
+                let signed_m = if signed && c != 0 {
+                    let v = (near as i32) / (c as i32).max(1);
+                    (v.wrapping_mul(c as i32)) as u32
+                } else {
+                    m
+                };
+                xs.extend([signed_m, signed_m.wrapping_sub(1), signed_m.wrapping_add(1)]);
+            }
+            xs.extend((0..200).map(|_| rng.next() as u32 | (rng.next() as u32) << 31));
+            xs.extend([5, 9, 12]);
+            let xs: Vec<f32> = xs.into_iter().map(f32::from_bits).collect();
+            let p = TileProgram {
+                inputs: vec![(Input::Stream, 0)],
+                insts: vec![
+                    (Inst::IntRemainderBy(signed, 0, c), 1),
+                    (Inst::IntDivideBy(signed, 0, c), 0),
+                ],
+                outputs: vec![0, 1],
+                row_sums: Vec::new(),
+            };
+            let code = TileCode::compile(&p).expect("compiles");
+            let len = xs.len();
+            let (mut q, mut r) = (vec![0.0f32; len], vec![0.0f32; len]);
+            assert_eq!(
+                code.run(&[&xs], &mut [&mut q[..], &mut r[..]], 0, len, len),
+                Some(len)
+            );
+            for i in 0..len {
+                let regs = [xs[i], f32::from_bits(c)];
+                let want = [
+                    eval(Inst::IntDivide(signed, 0, 1), &regs).to_bits(),
+                    eval(Inst::IntRemainder(signed, 0, 1), &regs).to_bits(),
+                ];
+                let got = [q[i].to_bits(), r[i].to_bits()];
+                assert_eq!(
+                    got,
+                    want,
+                    "signed {signed}: {:#x} by {c:#x}",
+                    xs[i].to_bits()
+                );
             }
         }
     }

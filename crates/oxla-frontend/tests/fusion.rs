@@ -958,6 +958,86 @@ fn extrema_with_constant_bounds_give_the_interpreters_bits() {
 }
 
 #[test]
+fn integer_division_by_constants_gives_the_interpreters_bits() {
+    // JAX's `x // c` (a quotient and a remainder of the same operands, and signs) and
+    // `x % c` (the divisor guarded by `select(c == 0, 1, c)`, which folding turns into a
+    // constant), for signed and unsigned lanes, over dividends at and around multiples of
+    // each divisor and the extremes.
+    let divisors: [i64; 12] = [
+        7,
+        -7,
+        1,
+        -1,
+        0,
+        2,
+        3,
+        -1000,
+        1_000_003,
+        65536,
+        i32::MAX as i64,
+        i32::MIN as i64,
+    ];
+    for (et, signed) in [("i32", true), ("ui32", false)] {
+        for c in divisors {
+            let c = if signed { c } else { c as u32 as i64 };
+            let mut xs: Vec<u32> = vec![0, 1, u32::MAX, 0x8000_0000, 0x7fff_ffff, 0x8000_0001];
+            for k in 0..(128 * 64 - 6) as i64 {
+                let base = (k - 4096) * 524_287;
+                let m = if c == 0 { base } else { base - base % c };
+                xs.push(m.wrapping_add(k % 3 - 1) as u32);
+            }
+            let lit = Literal::new(
+                TensorType::new(
+                    vec![128, 64],
+                    if signed {
+                        ElementType::S32
+                    } else {
+                        ElementType::U32
+                    },
+                ),
+                xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
+            )
+            .expect("literal");
+            let cmp = if signed { "SIGNED" } else { "UNSIGNED" };
+            let text = format!(
+                "func.func @main(%x: tensor<128x64x{et}>) -> (tensor<128x64x{et}>, tensor<128x64x{et}>, tensor<128x64x{et}>) {{
+  %c = stablehlo.constant dense<{c}> : tensor<{et}>
+  %one = stablehlo.constant dense<1> : tensor<{et}>
+  %zero = stablehlo.constant dense<0> : tensor<{et}>
+  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<{et}>) -> tensor<128x64x{et}>
+  %q = stablehlo.divide %x, %b : tensor<128x64x{et}>
+  %sx = stablehlo.sign %x : tensor<128x64x{et}>
+  %sc = stablehlo.sign %c : tensor<{et}>
+  %bsc = stablehlo.broadcast_in_dim %sc, dims = [] : (tensor<{et}>) -> tensor<128x64x{et}>
+  %ne = stablehlo.compare NE, %sx, %bsc, {cmp} : (tensor<128x64x{et}>, tensor<128x64x{et}>) -> tensor<128x64xi1>
+  %b2 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<{et}>) -> tensor<128x64x{et}>
+  %r = stablehlo.remainder %x, %b2 : tensor<128x64x{et}>
+  %bz = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<{et}>) -> tensor<128x64x{et}>
+  %nz = stablehlo.compare NE, %r, %bz, {cmp} : (tensor<128x64x{et}>, tensor<128x64x{et}>) -> tensor<128x64xi1>
+  %both = stablehlo.and %ne, %nz : tensor<128x64xi1>
+  %b1 = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<{et}>) -> tensor<128x64x{et}>
+  %qm = stablehlo.subtract %q, %b1 : tensor<128x64x{et}>
+  %floor = stablehlo.select %both, %qm, %q : tensor<128x64xi1>, tensor<128x64x{et}>
+  %isz = stablehlo.compare EQ, %c, %zero, {cmp} : (tensor<{et}>, tensor<{et}>) -> tensor<i1>
+  %d = stablehlo.select %isz, %one, %c : tensor<i1>, tensor<{et}>
+  %bd = stablehlo.broadcast_in_dim %d, dims = [] : (tensor<{et}>) -> tensor<128x64x{et}>
+  %m = stablehlo.remainder %x, %bd : tensor<128x64x{et}>
+  %mm = stablehlo.multiply %m, %b2 : tensor<128x64x{et}>
+  return %floor, %mm, %r : tensor<128x64x{et}>, tensor<128x64x{et}>, tensor<128x64x{et}>
+}}
+"
+            );
+            let mut module = parse_text(&text).expect("parses");
+            assert!(oxla_ir::transform::fold_integer_constants(&mut module) >= 3);
+            if tile_code::available() {
+                assert_eq!(generated_groups(&module, "main"), vec![true], "{et} by {c}");
+            }
+            assert_fusion_invisible(&module, std::slice::from_ref(&lit), &format!("{et} by {c}"));
+        }
+    }
+}
+
+#[test]
 fn generated_code_reads_and_writes_masks() {
     // `i1` arguments (one read in place, one broadcast along the rows) reach generated
     // code widened to 0.0/1.0, and `i1` results leave it narrowed to bytes, also when

@@ -424,14 +424,15 @@ pub(crate) fn find_groups(func: &Function, block: &Block, fuse: bool, taken: &[b
     Groups { of_op, kernels }
 }
 
-/// Notes the value of `op`'s result in `scalars` when it is an f32 constant with one
-/// value everywhere: a constant, or a same-type `convert` or a `reshape` of one (JAX
-/// converts weakly typed Python scalars such as a clip's limits).
+/// Notes the value of `op`'s result in `scalars` (as its lane bits, in an f32) when it is
+/// a constant of a lane type with one value everywhere: a constant, or a same-type
+/// `convert` or a `reshape` of one (JAX converts weakly typed Python scalars such as a
+/// clip's limits or a divisor).
 fn note_scalar_constant(func: &Function, op: &Op, scalars: &mut HashMap<ValueId, f32>) {
     let [result] = op.results.as_slice() else {
         return;
     };
-    let Some(ty) = tensor_of(func, *result).filter(|t| t.element_type == ElementType::F32) else {
+    let Some(ty) = tensor_of(func, *result).filter(|t| is_lane_type(t.element_type)) else {
         return;
     };
     let value = match op.kind {
@@ -449,7 +450,7 @@ fn note_scalar_constant(func: &Function, op: &Op, scalars: &mut HashMap<ValueId,
                 .operands
                 .first()
                 .and_then(|&v| tensor_of(func, v))
-                .is_some_and(|t| t.element_type == ElementType::F32);
+                .is_some_and(|t| t.element_type == ty.element_type);
             match op.operands.first().and_then(|v| scalars.get(v)) {
                 Some(&v) if same_type => v,
                 _ => return,
@@ -461,8 +462,9 @@ fn note_scalar_constant(func: &Function, op: &Op, scalars: &mut HashMap<ValueId,
 }
 
 /// Per instruction of a kernel (virtual registers, each written once), the constant
-/// operand of a maximum or minimum: a splat constant of the group, or an input broadcast
-/// from a scalar constant.
+/// operand of a float maximum or minimum, or the constant divisor of an integer division
+/// or remainder (its bits in the f32): a splat constant of the group, or an input
+/// broadcast from a scalar constant.
 fn constant_bounds(
     insts: &[(Inst, usize)],
     inputs: &[Input],
@@ -489,9 +491,62 @@ fn constant_bounds(
                 .get(b)
                 .map(|&v| (1, v))
                 .or_else(|| known.get(a).map(|&v| (0, v))),
+            Inst::IntBinary(OpKind::Divide | OpKind::Remainder, _, _, b) => {
+                known.get(b).map(|&v| (1, v))
+            }
             _ => None,
         })
         .collect()
+}
+
+/// Rewrites each integer remainder whose quotient the kernel computes earlier (JAX's
+/// floor division computes both of the same operands) as `a - q * b` from that quotient,
+/// which gives XLA's remainder in every case: a zero divisor's quotient is all ones, so
+/// `q * 0` leaves `a`, and `MIN / -1 = MIN` leaves `MIN - MIN = 0`. Operands count as the
+/// same when they are one register, the same outside value read the same way, or splat
+/// constants with the same bits (JAX broadcasts the divisor once for each).
+fn reuse_quotients(
+    insts: &mut Vec<(Inst, usize)>,
+    inputs: &[Input],
+    splat_regs: &[usize],
+    splat_values: &[f32],
+    n_vregs: &mut usize,
+) {
+    let same = |x: usize, y: usize| {
+        let read = |r: usize| inputs.iter().find(|i| i.reg == r);
+        let splat = |r: usize| {
+            let k = splat_regs.iter().position(|&s| s == r)?;
+            Some(splat_values[k].to_bits())
+        };
+        x == y
+            || matches!((read(x), read(y)), (Some(i), Some(j)) if i.value == j.value && i.strides == j.strides)
+            || matches!((splat(x), splat(y)), (Some(a), Some(b)) if a == b)
+    };
+    let mut k = 0;
+    while k < insts.len() {
+        if let (Inst::IntBinary(OpKind::Remainder, signed, a, b), d) = &insts[k] {
+            let (signed, a, b, d) = (*signed, *a, *b, *d);
+            let quotient = insts[..k].iter().find_map(|(inst, q)| match inst {
+                Inst::IntBinary(OpKind::Divide, s, x, y)
+                    if *s == signed && same(*x, a) && same(*y, b) =>
+                {
+                    Some(*q)
+                }
+                _ => None,
+            });
+            if let Some(q) = quotient {
+                let product = *n_vregs;
+                *n_vregs += 1;
+                insts[k] = (Inst::IntBinary(OpKind::Multiply, signed, q, b), product);
+                insts.insert(
+                    k + 1,
+                    (Inst::IntBinary(OpKind::Subtract, signed, a, product), d),
+                );
+                k += 1;
+            }
+        }
+        k += 1;
+    }
 }
 
 /// One tile instruction over registers.
@@ -663,6 +718,13 @@ impl FusedKernel {
             .iter()
             .map(|&v| Some((v, *vreg.get(&v)?, tensor_of(func, v)?.element_type)))
             .collect::<Option<_>>()?;
+        reuse_quotients(
+            &mut insts,
+            &inputs,
+            &splat_regs,
+            &splat_values,
+            &mut n_vregs,
+        );
         let bounds = constant_bounds(&insts, &inputs, scalars, &splat_regs, &splat_values);
         let shape_rank = shape.len();
         let mut kernel = FusedKernel {

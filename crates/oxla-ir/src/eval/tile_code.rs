@@ -149,13 +149,17 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
                 OpKind::Negate => G::IntNegate(a),
                 OpKind::Abs if *signed => G::IntAbs(a),
                 OpKind::Not => G::BitNot(a),
-                // Unsigned abs (the value), sign, population count and leading zeros.
+                OpKind::Sign => G::IntSign(*signed, a),
+                // Unsigned abs (the value), population count and leading zeros.
                 _ => return None,
             }
         }
         F::IntBinary(kind, signed, a, b) => {
             let (a, b) = (r(*a)?, r(*b)?);
+            let divisor = bound.map(|(_, v)| v.to_bits());
             match kind {
+                OpKind::Divide if divisor.is_some() => G::IntDivideBy(*signed, a, divisor?),
+                OpKind::Remainder if divisor.is_some() => G::IntRemainderBy(*signed, a, divisor?),
                 OpKind::Add => G::IntAdd(a, b),
                 OpKind::Subtract => G::IntSubtract(a, b),
                 OpKind::Multiply => G::IntMultiply(a, b),
@@ -167,7 +171,9 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
                 OpKind::ShiftRightArithmetic => G::ShiftRightArithmetic(a, b),
                 OpKind::Maximum => G::IntMaximum(*signed, a, b),
                 OpKind::Minimum => G::IntMinimum(*signed, a, b),
-                // Division, remainder and power keep the tile loops.
+                OpKind::Divide => G::IntDivide(*signed, a, b),
+                OpKind::Remainder => G::IntRemainder(*signed, a, b),
+                // Power keeps the tile loops.
                 _ => return None,
             }
         }
