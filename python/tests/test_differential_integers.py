@@ -156,6 +156,21 @@ def test_division_by_zero_and_of_the_minimum(dtype):
     check(lambda x: (x // 7, x % 7, x // -3 if np.iinfo(dtype).min < 0 else x // 3), a)
 
 
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=lambda d: np.dtype(d).name)
+def test_floor_division_and_modulo_by_constants_over_long_arrays(dtype):
+    # Long enough for generated code, where a known divisor becomes a product with its
+    # reciprocal: dividends at and around multiples of each divisor, and the edges.
+    info = np.iinfo(dtype)
+    divisors = [1, 2, 3, 7, 10, 1000003, 65536, int(info.max)]
+    if info.min < 0:
+        divisors += [-1, -7, -1000, int(info.min)]
+    for c in divisors:
+        base = edge_ints(dtype, n=1 << 15, seed=abs(c) % 1000).astype(np.int64)
+        near = (base // c) * c + np.resize(np.array([-1, 0, 1]), base.size)
+        a = np.clip(near, info.min, info.max).astype(dtype)
+        check(lambda x, c=c: (x // dtype(c), x % dtype(c), lax.div(x, dtype(c))), a)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.int64],
                          ids=lambda d: np.dtype(d).name)
 def test_division_of_other_widths(dtype):
