@@ -261,11 +261,13 @@ impl Executable {
                 run.ir_after("inline", device_module.as_ref().unwrap_or(&module));
             }
             // Integer guards on constants (JAX's `select(c == 0, 1, c)` around a divisor)
-            // become constants, so the fused code sees a constant divisor.
+            // become constants, so the fused code sees a constant divisor, and the 64-bit
+            // counters of `jax.random` narrow to what they hold.
             let folded = run.phase("fold", || {
-                let mut folded = oxla_ir::transform::fold_integer_constants(&mut module);
-                if let Some(device_module) = device_module.as_mut() {
-                    folded += oxla_ir::transform::fold_integer_constants(device_module);
+                let mut folded = 0;
+                for m in std::iter::once(&mut module).chain(device_module.as_mut()) {
+                    folded += oxla_ir::transform::fold_integer_constants(m);
+                    folded += oxla_ir::transform::simplify_counters(m);
                 }
                 Ok(folded)
             })?;

@@ -1,12 +1,15 @@
 //! Program transforms that run once, at compile time, before the evaluator plans the
 //! program. Inlining changes how a program is laid out, never what it computes; the
 //! division rewrites change how divisions round, to XLA's way; folding computes small
-//! integer results on constants ahead of time, with the evaluator's own bits.
+//! integer results on constants ahead of time, with the evaluator's own bits; the counter
+//! rules narrow `jax.random`'s 64-bit counters by integer identities.
 
+mod counters;
 mod division;
 mod fold;
 mod inline;
 
+pub use counters::simplify_counters;
 pub use division::rewrite_divisions;
 pub use fold::fold_integer_constants;
 pub use inline::inline_calls;
