@@ -515,23 +515,10 @@ fn int_divide(
             a.vextracti64x4(low_half(yd), ys, 1)?;
             (low_half(xd), low_half(yd))
         };
-        if signed {
-            a.vcvtdq2pd(xd, xh)?;
-            a.vcvtdq2pd(yd, yh)?;
-        } else {
-            a.vcvtudq2pd(xd, xh)?;
-            a.vcvtudq2pd(yd, yh)?;
-        }
+        widen_int(a, xd, xh, signed)?;
+        widen_int(a, yd, yh, signed)?;
         a.vdivpd(xd, xd, yd)?;
-        // Toward zero (mode 3), the inexact exception suppressed.
-        a.vrndscalepd(xd, xd, 0x0b)?;
-        a.vaddpd(xd, xd, constant64(K64::Round))?;
-        if half == 0 {
-            a.vpmovqd(low_half(q), xd)?;
-        } else {
-            a.vpmovqd(low_half(part), xd)?;
-            a.vinserti64x4(q, q, low_half(part), 1)?;
-        }
+        narrow_quotient(a, xd, half, q, part)?;
     }
     if remainder {
         a.vpmulld(t, q, ys)?;
@@ -541,6 +528,40 @@ fn int_divide(
     } else {
         a.vpternlogd(under_z(q, zero), q, q, 0xff)?;
         a.vmovdqa32(d, q)
+    }
+}
+
+/// Eight 32-bit integers (signed or not) as f64 lanes.
+fn widen_int(
+    a: &mut CodeAssembler,
+    d: AsmRegisterZmm,
+    x: AsmRegisterYmm,
+    signed: bool,
+) -> Result<(), IcedError> {
+    if signed {
+        a.vcvtdq2pd(d, x)
+    } else {
+        a.vcvtudq2pd(d, x)
+    }
+}
+
+/// Half `half` of a chunk's quotients, f64 lanes in `xd`, truncated toward zero and placed
+/// in that half of `q` as 32-bit integers: the low bits of `trunc(xd) + 1.5 * 2^52` (the
+/// inexact exception suppressed; `part` is scratch).
+fn narrow_quotient(
+    a: &mut CodeAssembler,
+    xd: AsmRegisterZmm,
+    half: usize,
+    q: AsmRegisterZmm,
+    part: AsmRegisterZmm,
+) -> Result<(), IcedError> {
+    a.vrndscalepd(xd, xd, 0x0b)?;
+    a.vaddpd(xd, xd, constant64(K64::Round))?;
+    if half == 0 {
+        a.vpmovqd(low_half(q), xd)
+    } else {
+        a.vpmovqd(low_half(part), xd)?;
+        a.vinserti64x4(q, q, low_half(part), 1)
     }
 }
 
@@ -598,21 +619,9 @@ fn int_divide_by(
             a.vextracti64x4(low_half(xd), xs, 1)?;
             low_half(xd)
         };
-        if signed {
-            a.vcvtdq2pd(xd, xh)?;
-        } else {
-            a.vcvtudq2pd(xd, xh)?;
-        }
+        widen_int(a, xd, xh, signed)?;
         a.vmulpd(xd, xd, r)?;
-        // Toward zero (mode 3), the inexact exception suppressed.
-        a.vrndscalepd(xd, xd, 0x0b)?;
-        a.vaddpd(xd, xd, constant64(K64::Round))?;
-        if half == 0 {
-            a.vpmovqd(low_half(q), xd)?;
-        } else {
-            a.vpmovqd(low_half(part), xd)?;
-            a.vinserti64x4(q, q, low_half(part), 1)?;
-        }
+        narrow_quotient(a, xd, half, q, part)?;
     }
     if remainder {
         a.mov(eax, c)?;

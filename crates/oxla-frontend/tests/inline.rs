@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{golden_programs, literal, run, same_bits, Rng};
+use common::{assert_same_results, golden_programs, literal, Rng};
 use oxla_frontend::parse_text;
 use oxla_ir::transform::inline_calls;
 use oxla_ir::verifier::verify_module;
@@ -62,18 +62,7 @@ fn inline_and_compare(module: &Module, what: &str) -> Module {
         let Some(args) = args_for(&mut rng, module) else {
             break;
         };
-        for fuse in [false, true] {
-            let want = run(module, &args, fuse);
-            let got = run(&inlined, &args, fuse);
-            match (&want, &got) {
-                (Ok(w), Ok(g)) => assert!(
-                    w.len() == g.len() && w.iter().zip(g).all(|(a, b)| same_bits(a, b)),
-                    "{what} (fuse {fuse}): results differ"
-                ),
-                (Err(_), Err(_)) => {}
-                _ => panic!("{what} (fuse {fuse}): {want:?} against {got:?}"),
-            }
-        }
+        assert_same_results(module, &inlined, &args, what);
     }
     inlined
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{golden_programs, main_args, run, same_bits, Rng};
+use common::{assert_same_results, golden_programs, main_args, Rng};
 use oxla_frontend::parse_text;
 use oxla_ir::transform::{fold_integer_constants, inline_calls, simplify_counters};
 use oxla_ir::verifier::verify_module;
@@ -16,21 +16,6 @@ fn transformed(module: &Module) -> (Module, usize) {
     let mut out = module.clone();
     let changed = fold_integer_constants(&mut out) + simplify_counters(&mut out);
     (out, changed)
-}
-
-fn assert_same_results(before: &Module, after: &Module, args: &[Literal], what: &str) {
-    for fuse in [false, true] {
-        let want = run(before, args, fuse);
-        let got = run(after, args, fuse);
-        match (&want, &got) {
-            (Ok(w), Ok(g)) => assert!(
-                w.len() == g.len() && w.iter().zip(g).all(|(a, b)| same_bits(a, b)),
-                "{what} (fuse {fuse}): results differ"
-            ),
-            (Err(_), Err(_)) => {}
-            _ => panic!("{what} (fuse {fuse}): {want:?} against {got:?}"),
-        }
-    }
 }
 
 /// Whether `module`'s entry computes with float or `i1` arguments only (random integers

@@ -69,6 +69,23 @@ pub fn run(module: &Module, args: &[Literal], fuse: bool) -> Result<Vec<Literal>
         .map_err(|e| e.to_string())
 }
 
+/// Runs `main` of `before` and of `after` on `args`, unfused and fused, and requires the
+/// same bits (or both failing).
+pub fn assert_same_results(before: &Module, after: &Module, args: &[Literal], what: &str) {
+    for fuse in [false, true] {
+        let want = run(before, args, fuse);
+        let got = run(after, args, fuse);
+        match (&want, &got) {
+            (Ok(w), Ok(g)) => assert!(
+                w.len() == g.len() && w.iter().zip(g).all(|(a, b)| same_bits(a, b)),
+                "{what} (fuse {fuse}): results differ"
+            ),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{what} (fuse {fuse}): {want:?} against {got:?}"),
+        }
+    }
+}
+
 /// The same type and bits, counting every f32 NaN as one (the compiler may lower a
 /// NaN-propagating select to a vector min/max instruction, which keeps another payload).
 pub fn same_bits(a: &Literal, b: &Literal) -> bool {
