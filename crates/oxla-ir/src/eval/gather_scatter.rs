@@ -140,17 +140,15 @@ fn batch_starts(
     let n_batch: usize = shape.iter().product();
     let values = index_values(cx, indices)?;
     let rank = operand_shape.len();
-    let mut starts = Vec::with_capacity(n_batch * rank.max(1));
+    let width = rank.max(1);
+    let mut starts = vec![0i128; n_batch * width];
     // Entry `k` of the index vector of the batch position at `pos` is
     // `values[base + k * vector_stride]`, with `base` kept up to date as `pos` steps.
     let vector_stride = if ivd < idx_rank { idx_str[ivd] } else { 0 };
     let batch_strides: Vec<usize> = batch_dims.iter().map(|&d| idx_str[d]).collect();
     let mut pos = vec![0usize; shape.len()];
     let mut base = 0usize;
-    for _ in 0..n_batch {
-        let at_start = starts.len();
-        starts.resize(at_start + rank.max(1), 0);
-        let start = &mut starts[at_start..];
+    for start in starts.chunks_exact_mut(width) {
         for (k, &d) in start_map.iter().enumerate() {
             start[d] = values[base + k * vector_stride];
         }
