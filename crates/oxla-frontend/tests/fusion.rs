@@ -1141,6 +1141,35 @@ const LAYER_NORM_SOFTMAX: &str = "func.func @main(%x: tensor<300x517xf32>, %g: t
 ";
 
 #[test]
+fn a_sum_of_one_op_runs_in_that_ops_generated_code() {
+    // `jnp.linalg.norm(x, axis=1)`: the square is a single op, outside any fused group; it
+    // becomes a kernel of its own so the row sum runs in its generated code, with the
+    // bits of the square stored and folded. A maximum of one op keeps its separate fold.
+    let text = "func.func @main(%x: tensor<300x517xf32>) -> (tensor<300xf32>, tensor<300xf32>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %sq = stablehlo.multiply %x, %x : tensor<300x517xf32>
+  %s = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %n = stablehlo.sqrt %s : tensor<300xf32>
+  %e = stablehlo.exponential %x : tensor<300x517xf32>
+  %m = stablehlo.reduce(%e init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  return %n, %m : tensor<300xf32>, tensor<300xf32>
+}
+";
+    let module = parse_text(text).expect("parses");
+    assert_eq!(row_group_programs(&module, "main"), vec![true]);
+    let mut rng = Rng(5);
+    let x = literal(&mut rng, &TensorType::new(vec![300, 517], ElementType::F32));
+    assert_fusion_invisible(&module, std::slice::from_ref(&x), "norm");
+    if tile_code::available() {
+        assert_eq!(row_group_merged_sums(&module, "main"), vec![1]);
+        tile_code::set_enabled(false);
+        assert_fusion_invisible(&module, std::slice::from_ref(&x), "norm, no generated code");
+        tile_code::set_enabled(true);
+    }
+}
+
+#[test]
 fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
     let text = LAYER_NORM_SOFTMAX;
     let module = parse_text(text).expect("parses");

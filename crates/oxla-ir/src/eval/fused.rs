@@ -618,6 +618,20 @@ pub(crate) struct FusedKernel {
 
 impl FusedKernel {
     /// Compiles `ops` (in program order) to tile instructions writing `outputs`.
+    /// The kernel of `op` alone (an elementwise op that joins groups), writing its result:
+    /// for a slab program whose row sum reads that result, so the sum can run in the
+    /// kernel's generated code. `None` for other ops.
+    pub(crate) fn of_one_op(func: &Function, op: &Op) -> Option<Self> {
+        let (_, member) = classify(func, op)?;
+        if matches!(
+            member,
+            Member::Identity | Member::Broadcast { .. } | Member::Splat(_)
+        ) {
+            return None;
+        }
+        Self::build(func, &[(op, &member)], &op.results, &HashMap::new())
+    }
+
     fn build(
         func: &Function,
         ops: &[(&Op, &Member)],

@@ -517,8 +517,28 @@ impl SlabProgram {
             b.locs[i] = Some(Loc::Arg(k));
             args.push(b.lens[i]);
         }
+        // Values whose only reader is a `reduce`: an elementwise op outside the groups that
+        // writes one runs as a kernel of its own, so the sum can join its generated code
+        // (`merge_row_sums`) instead of folding a stored product.
+        let mut readers: std::collections::HashMap<crate::ValueId, (usize, bool)> =
+            Default::default();
+        for op in &block.ops {
+            for v in &op.operands {
+                let entry = readers.entry(*v).or_insert((0, true));
+                entry.0 += 1;
+                entry.1 &= op.kind == OpKind::Reduce;
+            }
+        }
+        let summed_only = |op: &crate::Op| matches!(op.results.as_slice(), [r] if readers.get(r) == Some(&(1, true)));
         let mut outputs = None;
         for (i, op) in block.ops.iter().enumerate() {
+            if groups.of_op.get(i).copied().flatten().is_none() && summed_only(op) {
+                if let Some(kernel) = FusedKernel::of_one_op(func, op) {
+                    if b.fused(kernel).is_some() {
+                        continue;
+                    }
+                }
+            }
             if let Some(g) = groups.of_op.get(i).copied().flatten() {
                 // A group runs at its last op, when all of its inputs are known.
                 let slot = kernels.get_mut(g)?;
