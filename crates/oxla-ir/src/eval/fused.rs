@@ -549,6 +549,57 @@ fn reuse_quotients(
     }
 }
 
+/// Registers for `n` values by liveness: the `live_in` values first (in order), then each
+/// step's destination, taken before the step's sources are released so it never aliases
+/// them; a value is released after the last step reading it (outputs live to the end) and
+/// its register reused. Returns each value's register (`None` for values no step or input
+/// defines) and how many registers there are.
+pub(crate) fn assign_registers<S: AsRef<[usize]>>(
+    n: usize,
+    live_in: &[usize],
+    steps: &[(S, usize)],
+    outputs: &[usize],
+) -> (Vec<Option<usize>>, usize) {
+    let end = steps.len();
+    let mut last_read = vec![0usize; n];
+    for (i, (sources, _)) in steps.iter().enumerate() {
+        for &r in sources.as_ref() {
+            last_read[r] = last_read[r].max(i);
+        }
+    }
+    for &r in outputs {
+        last_read[r] = end;
+    }
+    let mut phys: Vec<Option<usize>> = vec![None; n];
+    let mut free: Vec<usize> = Vec::new();
+    let mut count = 0usize;
+    let mut alloc = |free: &mut Vec<usize>| {
+        free.pop().unwrap_or_else(|| {
+            count += 1;
+            count - 1
+        })
+    };
+    for &r in live_in {
+        phys[r] = Some(alloc(&mut free));
+    }
+    for (i, (sources, dst)) in steps.iter().enumerate() {
+        phys[*dst] = Some(alloc(&mut free));
+        let mut released: Vec<usize> = sources
+            .as_ref()
+            .iter()
+            .copied()
+            .filter(|&r| last_read[r] == i)
+            .collect();
+        if last_read[*dst] <= i {
+            released.push(*dst);
+        }
+        released.sort_unstable();
+        released.dedup();
+        free.extend(released.into_iter().filter_map(|r| phys[r]));
+    }
+    (phys, count)
+}
+
 /// One tile instruction over registers.
 #[derive(Clone, Debug)]
 pub(crate) enum Inst {
@@ -617,7 +668,6 @@ pub(crate) struct FusedKernel {
 }
 
 impl FusedKernel {
-    /// Compiles `ops` (in program order) to tile instructions writing `outputs`.
     /// The kernel of `op` alone (an elementwise op that joins groups), writing its result:
     /// for a slab program whose row sum reads that result, so the sum can run in the
     /// kernel's generated code. `None` for other ops.
@@ -632,6 +682,7 @@ impl FusedKernel {
         Self::build(func, &[(op, &member)], &op.results, &HashMap::new())
     }
 
+    /// Compiles `ops` (in program order) to tile instructions writing `outputs`.
     fn build(
         func: &Function,
         ops: &[(&Op, &Member)],
@@ -805,55 +856,16 @@ impl FusedKernel {
 
     /// Renumbers virtual registers so that a register is reused once its value is dead.
     fn pack_registers(&mut self) {
-        let n = self.num_regs;
-        let end = self.insts.len();
-        // The last instruction reading each virtual register (outputs live to the end).
-        let mut last_read = vec![0usize; n];
-        for (i, (inst, _)) in self.insts.iter().enumerate() {
-            for r in inst.sources() {
-                last_read[r] = last_read[r].max(i);
-            }
-        }
-        for &(_, r, _) in &self.outputs {
-            last_read[r] = end;
-        }
-        let mut phys: Vec<Option<usize>> = vec![None; n];
-        let mut free: Vec<usize> = Vec::new();
-        let mut count = 0usize;
-        let mut alloc = |free: &mut Vec<usize>| {
-            free.pop().unwrap_or_else(|| {
-                count += 1;
-                count - 1
-            })
-        };
-        for input in &self.inputs {
-            phys[input.reg] = Some(alloc(&mut free));
-        }
-        for &r in &self.splat_regs {
-            phys[r] = Some(alloc(&mut free));
-        }
-        for i in 0..end {
-            let dst = self.insts[i].1;
-            // The destination is taken before the sources are released, so it never
-            // aliases them.
-            phys[dst] = Some(alloc(&mut free));
-            let mut released: Vec<usize> = self.insts[i]
-                .0
-                .sources()
-                .into_iter()
-                .filter(|&r| last_read[r] == i)
-                .collect();
-            if last_read[dst] <= i {
-                released.push(dst);
-            }
-            released.sort_unstable();
-            released.dedup();
-            for r in released {
-                if let Some(p) = phys[r] {
-                    free.push(p);
-                }
-            }
-        }
+        let live_in: Vec<usize> = (self.inputs.iter().map(|i| i.reg))
+            .chain(self.splat_regs.iter().copied())
+            .collect();
+        let steps: Vec<(SmallVec<[usize; 3]>, usize)> = self
+            .insts
+            .iter()
+            .map(|(inst, dst)| (inst.sources(), *dst))
+            .collect();
+        let outputs: Vec<usize> = self.outputs.iter().map(|&(_, r, _)| r).collect();
+        let (phys, count) = assign_registers(self.num_regs, &live_in, &steps, &outputs);
         let map = |r: usize| phys[r].unwrap_or(0);
         for input in &mut self.inputs {
             input.reg = map(input.reg);

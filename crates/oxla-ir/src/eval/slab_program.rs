@@ -532,14 +532,15 @@ impl SlabProgram {
         let summed_only = |op: &crate::Op| matches!(op.results.as_slice(), [r] if readers.get(r) == Some(&(1, true)));
         let mut outputs = None;
         for (i, op) in block.ops.iter().enumerate() {
-            if groups.of_op.get(i).copied().flatten().is_none() && summed_only(op) {
+            let group = groups.of_op.get(i).copied().flatten();
+            if group.is_none() && summed_only(op) {
                 if let Some(kernel) = FusedKernel::of_one_op(func, op) {
                     if b.fused(kernel).is_some() {
                         continue;
                     }
                 }
             }
-            if let Some(g) = groups.of_op.get(i).copied().flatten() {
+            if let Some(g) = group {
                 // A group runs at its last op, when all of its inputs are known.
                 let slot = kernels.get_mut(g)?;
                 if slot.as_ref().is_some_and(|(_, last)| *last == i) {

@@ -270,41 +270,12 @@ fn on_demand_program(
     {
         return None;
     }
-    // The last step reading each value (outputs live to the end).
-    let end = steps.len();
-    let mut last = vec![0usize; next];
-    for (i, (_, sources, _)) in steps.iter().enumerate() {
-        for &v in sources {
-            last[v] = last[v].max(i);
-        }
-    }
-    for &v in &out_values {
-        last[v] = end;
-    }
-    let mut phys: Vec<Option<usize>> = vec![None; next];
-    let mut free: Vec<usize> = Vec::new();
-    let mut count = 0usize;
-    let mut take = |free: &mut Vec<usize>| {
-        free.pop().unwrap_or_else(|| {
-            count += 1;
-            count - 1
-        })
-    };
-    for v in 0..n_inputs {
-        if on_demand[v].is_none() {
-            phys[v] = Some(take(&mut free));
-        }
-    }
-    for (i, (_, sources, dst)) in steps.iter().enumerate() {
-        phys[*dst] = Some(take(&mut free));
-        let mut released: Vec<usize> = sources.iter().copied().filter(|&v| last[v] == i).collect();
-        if last[*dst] <= i && !out_values.contains(dst) {
-            released.push(*dst);
-        }
-        released.sort_unstable();
-        released.dedup();
-        free.extend(released.into_iter().filter_map(|v| phys[v]));
-    }
+    let live_in: Vec<usize> = (0..n_inputs).filter(|&v| on_demand[v].is_none()).collect();
+    let reads: Vec<(&[usize], usize)> = steps
+        .iter()
+        .map(|(_, sources, dst)| (sources.as_slice(), *dst))
+        .collect();
+    let (phys, count) = super::fused::assign_registers(next, &live_in, &reads, &out_values);
     if count > REGISTERS {
         return None;
     }
