@@ -5,31 +5,11 @@
 
 mod common;
 
-use common::{assert_same_results, golden_programs, literal, Rng};
+use common::{args_for, assert_same_results, golden_programs, Rng};
 use oxla_frontend::parse_text;
 use oxla_ir::transform::inline_calls;
 use oxla_ir::verifier::verify_module;
-use oxla_ir::{ElementType, Literal, Module, OpKind, Region, Type};
-
-/// Random arguments for `main` (special values included), when every input is an f32 or
-/// `i1` tensor: random integers could index out of range or drive a loop for long.
-fn args_for(rng: &mut Rng, module: &Module) -> Option<Vec<Literal>> {
-    module
-        .function("main")?
-        .ty
-        .inputs
-        .iter()
-        .map(|ty| match ty {
-            Type::Tensor(t)
-                if t.is_static()
-                    && matches!(t.element_type, ElementType::F32 | ElementType::Pred) =>
-            {
-                Some(literal(rng, t))
-            }
-            _ => None,
-        })
-        .collect()
-}
+use oxla_ir::{Module, OpKind, Region};
 
 fn calls_in(region: &Region) -> usize {
     region

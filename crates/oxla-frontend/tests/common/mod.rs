@@ -64,6 +64,26 @@ pub fn main_args(rng: &mut Rng, module: &Module) -> Vec<Literal> {
         .collect()
 }
 
+/// Random arguments for `main` (special values included), when every input is an f32 or
+/// `i1` tensor: random integers could index out of range or drive a loop for long.
+pub fn args_for(rng: &mut Rng, module: &Module) -> Option<Vec<Literal>> {
+    module
+        .function("main")?
+        .ty
+        .inputs
+        .iter()
+        .map(|ty| match ty {
+            Type::Tensor(t)
+                if t.is_static()
+                    && matches!(t.element_type, ElementType::F32 | ElementType::Pred) =>
+            {
+                Some(literal(rng, t))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 pub fn run(module: &Module, args: &[Literal], fuse: bool) -> Result<Vec<Literal>, String> {
     run_function_with_options(module, "main", args, &SingleDevice, EvalOptions { fuse })
         .map_err(|e| e.to_string())
