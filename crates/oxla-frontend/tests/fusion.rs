@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{golden_programs, literal, main_args, run, same_bits, Rng};
+use common::{assert_same_outcome, golden_programs, literal, main_args, run, same_bits, Rng};
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
     compiled_loops, counted_loop_work, fused_groups, generated_groups, generated_loops,
@@ -16,16 +16,11 @@ use oxla_ir::{ElementType, Literal, Module, OpKind, TensorType, Type};
 
 /// Runs `main` fused and unfused and requires the same bits (or both failing).
 fn assert_fusion_invisible(module: &Module, args: &[Literal], what: &str) {
-    let fused = run(module, args, true);
-    let plain = run(module, args, false);
-    match (&fused, &plain) {
-        (Ok(f), Ok(p)) => assert!(
-            f.len() == p.len() && f.iter().zip(p).all(|(a, b)| same_bits(a, b)),
-            "{what}: fused and unfused results differ"
-        ),
-        (Err(_), Err(_)) => {}
-        _ => panic!("{what}: fused {fused:?}, unfused {plain:?}"),
-    }
+    assert_same_outcome(
+        &run(module, args, false),
+        &run(module, args, true),
+        &format!("{what}: unfused and fused"),
+    );
 }
 
 fn shape_text(shape: &[i64]) -> String {

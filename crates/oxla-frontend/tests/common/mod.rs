@@ -89,20 +89,31 @@ pub fn run(module: &Module, args: &[Literal], fuse: bool) -> Result<Vec<Literal>
         .map_err(|e| e.to_string())
 }
 
+/// Requires two runs to give the same bits (or both to fail).
+pub fn assert_same_outcome(
+    want: &Result<Vec<Literal>, String>,
+    got: &Result<Vec<Literal>, String>,
+    what: &str,
+) {
+    match (want, got) {
+        (Ok(w), Ok(g)) => assert!(
+            w.len() == g.len() && w.iter().zip(g).all(|(a, b)| same_bits(a, b)),
+            "{what}: results differ"
+        ),
+        (Err(_), Err(_)) => {}
+        _ => panic!("{what}: {want:?} against {got:?}"),
+    }
+}
+
 /// Runs `main` of `before` and of `after` on `args`, unfused and fused, and requires the
 /// same bits (or both failing).
 pub fn assert_same_results(before: &Module, after: &Module, args: &[Literal], what: &str) {
     for fuse in [false, true] {
-        let want = run(before, args, fuse);
-        let got = run(after, args, fuse);
-        match (&want, &got) {
-            (Ok(w), Ok(g)) => assert!(
-                w.len() == g.len() && w.iter().zip(g).all(|(a, b)| same_bits(a, b)),
-                "{what} (fuse {fuse}): results differ"
-            ),
-            (Err(_), Err(_)) => {}
-            _ => panic!("{what} (fuse {fuse}): {want:?} against {got:?}"),
-        }
+        assert_same_outcome(
+            &run(before, args, fuse),
+            &run(after, args, fuse),
+            &format!("{what} (fuse {fuse})"),
+        );
     }
 }
 
