@@ -7,8 +7,9 @@ call ending in ``block_until_ready``), the compile time (the ``.compile()`` step
 ``jax.jit(f).lower(*args).compile()`` on a fresh function object, so nothing is
 served from a cache; JAX's tracing and lowering before it is reported apart), the
 peak memory growth while compiling and running, whether the outputs agree, and the
-oxla/cpu ratios; then the geometric mean of the ratios and the machine's measured
-peak f32 FLOP/s and copy bandwidth.
+oxla/cpu ratios; then the geometric mean of the ratios, the machine's measured
+peak f32 FLOP/s and copy bandwidth, and for the matrix products and the elementwise
+chains the rate each backend reached as a share of those limits.
 
 Each (workload, backend) pair runs in its own child process: a crash or an
 unsupported op on one backend cannot take the rest of the run with it, and the
@@ -84,6 +85,28 @@ def w_elementwise_chain(quick):
         return jnp.sqrt(y * y + 1.0) + jnp.log1p(jnp.abs(y))
 
     return f, [x]
+
+
+def _bandwidth_n(quick):
+    return (1 << 20) if quick else (1 << 23)
+
+
+def w_bandwidth_chain(quick):
+    import jax.numpy as jnp
+
+    n = _bandwidth_n(quick)
+    r = _rng()
+    x = r.standard_normal(n, dtype="float32")
+    y = r.standard_normal(n, dtype="float32")
+
+    def f(x, y):
+        z = x * 0.5 + y
+        z = jnp.maximum(z, 0.0) - jnp.minimum(x, y) * 0.25
+        z = jnp.where(z > 1.0, z - 1.0, z * z)
+        z = jnp.abs(z - y) + jnp.clip(x, -2.0, 2.0)
+        return z * 0.75 + x * y
+
+    return f, [x, y]
 
 
 def _matrix(quick):
@@ -270,6 +293,10 @@ def w_fori_loop(quick):
 WORKLOADS = {
     "scalar_dispatch": (w_scalar_dispatch, "x + 1 on an f32 scalar: per-call overhead"),
     "elementwise_chain": (w_elementwise_chain, "~20 elementwise ops on 4M f32 (1M quick)"),
+    "bandwidth_chain": (
+        w_bandwidth_chain,
+        "~12 cheap elementwise ops on two 8M f32 vectors (1M quick): memory-bound",
+    ),
     "reduce_sum_axis0": (w_reduce_axis0, "sum over rows of a 2048x2048 f32 matrix"),
     "reduce_sum_axis1": (w_reduce_axis1, "sum over columns of a 2048x2048 f32 matrix"),
     "reduce_max_axis1": (w_reduce_max_axis1, "max over columns of a 2048x2048 f32 matrix"),
@@ -282,6 +309,49 @@ WORKLOADS = {
     "transformer_block": (w_transformer_block, "pre-LN block d=256 seq=128 b=4: fwd + bwd"),
     "fori_loop": (w_fori_loop, "1000 iterations of a tiny update on 16 f32"),
 }
+
+
+def _matmul_flops(n):
+    return lambda quick: 2.0 * n**3
+
+
+#: Workloads measured against the machine's limits: the work one call does, as
+#: ("flops", count) against the measured peak f32 FLOP/s, or ("bytes", count) of
+#: memory read plus written against the measured copy bandwidth.
+ROOFLINE = {
+    "matmul_512": ("flops", _matmul_flops(512)),
+    "matmul_2048": ("flops", _matmul_flops(2048)),
+    # Two f32 inputs read, one f32 output written.
+    "bandwidth_chain": ("bytes", lambda quick: 3 * 4.0 * _bandwidth_n(quick)),
+    # One input, one output; its transcendentals make it compute-bound on most machines.
+    "elementwise_chain": ("bytes", lambda quick: 2 * 4.0 * ((1 << 20) if quick else (1 << 22))),
+}
+
+
+def roofline_lines(results, names, backends, peaks, quick):
+    """One line per workload of `ROOFLINE` that ran: the rate each backend reached and its
+    share of the machine's measured limit."""
+    lines = []
+    for name in names:
+        if name not in ROOFLINE:
+            continue
+        kind, amount = ROOFLINE[name]
+        work = amount(quick)
+        if kind == "flops":
+            limit, unit, what = peaks["peak_f32_gflops"], "GFLOP/s", "of peak f32"
+        else:
+            limit, unit, what = peaks["copy_bandwidth_gbs"], "GB/s", "of copy bandwidth"
+        parts = []
+        for b in backends:
+            run_s = results[name].get(b, {}).get("run_s")
+            if not run_s:
+                continue
+            rate = work / run_s / 1e9
+            results[name][b]["rate"] = {"unit": unit, "value": rate, "share": rate / limit}
+            parts.append(f"{b} {rate:.1f} {unit} ({100 * rate / limit:.0f}%)")
+        if parts:
+            lines.append(f"{name:20s} " + ", ".join(parts) + f" {what} {limit:.1f} {unit}")
+    return lines
 
 
 # --------------------------------------------------------------------------------------
@@ -654,6 +724,12 @@ def main():
         f"geometric mean oxla/cpu: run {fmt_ratio(g_run)} over {len(run_ratios)} workloads, "
         f"compile (backend .compile() only) {fmt_ratio(g_comp)}"
     )
+    roofline = roofline_lines(results, names, backends, peaks, args.quick)
+    if roofline:
+        print()
+        print("against the machine's measured limits:")
+        for line in roofline:
+            print(line)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(
