@@ -9,7 +9,10 @@
 #   TEST_FILE     file names under tests/ (default: the core files below)
 # Knobs:
 #   OXLA_SUITE_OUT       where logs and JUnit XML go (default target/jax-suite)
-#   OXLA_SUITE_BACKENDS  which backends to run (default "cpu oxla")
+#   OXLA_SUITE_BACKENDS  which backends to run (default "cpu oxla"); "oxla-as-cpu" runs
+#                        on oxla with JAX told the device under test is cpu
+#                        (--jax_test_dut=cpu, through jax_suite_dut_plugin.py), so tests
+#                        JAX runs only on cpu run on oxla too
 #   OXLA_SUITE_TIMEOUT   seconds per file and backend (default 3600)
 #   OXLA_SUITE_WORKERS   pytest-xdist workers (default 2)
 #   OXLA_SUITE_CASES     JAX_NUM_GENERATED_CASES (default 10, JAX's own default)
@@ -38,24 +41,27 @@ for file in "${files[@]}"; do
         name="${file%.py}-$backend"
         log "$file on $backend"
         platforms="$backend"
+        dut=""
         [ "$backend" = oxla ] && platforms="oxla,cpu"
+        [ "$backend" = oxla-as-cpu ] && platforms="oxla,cpu" && dut=cpu
         # Non-zero exits are expected (failing tests); the XML holds the counts.
-        (cd "$checkout" && JAX_PLATFORMS="$platforms" \
+        (cd "$checkout" && JAX_PLATFORMS="$platforms" OXLA_SUITE_DUT="$dut" \
+            PYTHONPATH="$OXLA_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}" \
             JAX_NUM_GENERATED_CASES="${OXLA_SUITE_CASES:-10}" \
             XLA_FLAGS="--xla_force_host_platform_device_count=8" OXLA_NUM_DEVICES=8 \
-            timeout "${OXLA_SUITE_TIMEOUT:-3600}" "$python" -m pytest -q -p no:cacheprovider \
+            timeout "${OXLA_SUITE_TIMEOUT:-3600}" "$python" -m pytest -q -p no:cacheprovider -p jax_suite_dut_plugin \
             -n "${OXLA_SUITE_WORKERS:-2}" --max-worker-restart=1000 \
             --timeout="${OXLA_SUITE_TEST_TIMEOUT:-300}" --timeout-method=thread \
             --junitxml="$out/$name.xml" "tests/$file" >"$out/$name.log" 2>&1) || true
     done
 done
 
-"$python" - "$out" "${files[@]}" <<'PY'
+"$python" - "$out" "${OXLA_SUITE_BACKENDS:-cpu oxla}" "${files[@]}" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-out, files = Path(sys.argv[1]), sys.argv[2:]
+out, backends, files = Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3:]
 
 def counts(path):
     if not path.exists():
@@ -74,8 +80,8 @@ def cell(c):
         return "no result (timeout?)"
     return f"{c['passed']} / {c['failures']} / {c['errors']} / {c['skipped']}"
 
-print(f"{'file':<28} {'cpu: pass / fail / error / skip':>34} {'oxla: pass / fail / error / skip':>34}")
+print(f"{'file':<28}" + "".join(f"{b + ': pass / fail / error / skip':>40}" for b in backends))
 for f in files:
     stem = f[:-3] if f.endswith(".py") else f
-    print(f"{f:<28} {cell(counts(out / f'{stem}-cpu.xml')):>34} {cell(counts(out / f'{stem}-oxla.xml')):>34}")
+    print(f"{f:<28}" + "".join(f"{cell(counts(out / f'{stem}-{b}.xml')):>40}" for b in backends))
 PY

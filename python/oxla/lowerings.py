@@ -3,7 +3,9 @@
 For a platform other than ``cpu``, JAX lowers each primitive with its generic
 rule. Several linear-algebra primitives (``eigh``, ``svd``, ``lu``, ``schur``,
 ``eig``, ...) have no generic rule at all, and a few others (``geqrf``,
-``householder_product``) have one that emits TPU-only custom calls. For those,
+``householder_product``) have one that emits TPU-only custom calls, and
+``tridiagonal_solve``'s generic rule neither pivots nor supports
+``perturb_singular=True``. For those,
 :func:`register` installs for the ``oxla`` platform the very rules JAX uses for
 ``cpu``: programs then carry the ``lapack_*_ffi`` custom calls, with JAX's cpu
 pre- and post-processing around them, and oxla implements those targets
@@ -36,6 +38,8 @@ _PRIMITIVES = (
     ("schur_p", "_schur_cpu_lowering", False),
     ("svd_p", "_svd_cpu_gpu_lowering", True),
     ("tridiagonal_p", "_tridiagonal_cpu_gpu_lowering", True),
+    # The generic rule has no pivoting and refuses `perturb_singular=True`.
+    ("tridiagonal_solve_p", "_tridiagonal_solve_cpu_lowering", False),
 )
 
 #: The rules installed by :func:`register`, by primitive name.

@@ -225,6 +225,25 @@ def test_svd(shape, full_matrices, dtype, oxla_device, cpu_device):
     assert_close(got, want_s, dtype, scale=10)
 
 
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (2, 3, 5)], ids=str)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd_by_qr_iteration(shape, full_matrices, dtype, oxla_device, cpu_device):
+    # `SvdAlgorithm.QR` asks for LAPACK's gesvd instead of gesdd: the same factors.
+    a = rand(shape, dtype, seed=12)
+    algorithm = jax.lax.linalg.SvdAlgorithm.QR
+
+    def fn(x):
+        return jax.lax.linalg.svd(x, full_matrices=full_matrices, algorithm=algorithm)
+
+    (u, s, vt), (want_u, want_s, want_vt) = both(
+        fn, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert u.shape == want_u.shape and vt.shape == want_vt.shape
+    assert_close(s, want_s, dtype, scale=10)
+    k = s.shape[-1]
+    assert_close((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], a, dtype, scale=10)
+
+
 def test_svd_complex(oxla_device, cpu_device):
     a = rand((2, 3, 5), np.complex64, seed=13)
     (u, s, vt), (_, want_s, _) = both(
@@ -284,6 +303,16 @@ def test_eig(shape, dtype, oxla_device, cpu_device):
     assert_close(key(got), key(want_w), dtype, scale=100)
 
 
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_eig_of_a_matrix_with_a_non_finite_entry_is_nan(value, oxla_device, cpu_device):
+    a = np.eye(3, dtype=np.float32)
+    a[1, 2] = value
+    for x in (a[:1, :1] * value, a):
+        got, want = both(jnp.linalg.eigvals, x, oxla_device=oxla_device, cpu_device=cpu_device)
+        assert np.isnan(want).all()
+        assert np.isnan(got).all()
+
+
 def test_eig_of_a_rotation_is_imaginary(oxla_device):
     a = np.array([[0.0, -2.0], [2.0, 0.0]], np.float32)
     w = run(jnp.linalg.eigvals, (a,), oxla_device)
@@ -326,7 +355,7 @@ def test_qr_with_pivoting(shape, dtype, oxla_device, cpu_device):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (5, 5), (2, 4, 4)], ids=str)
-def test_tridiagonal(shape, dtype, oxla_device, cpu_device):
+def test_tridiagonal_of_hermitian(shape, dtype, oxla_device, cpu_device):
     a = hermitian(shape, dtype, seed=37)
     fn = lambda x: jax.lax.linalg.tridiagonal(x, lower=True)  # noqa: E731
     got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
@@ -392,3 +421,54 @@ def test_sqrtm(oxla_device, cpu_device):
     a = positive_definite((4, 4), np.float32, seed=53)
     got, want = both(jax.scipy.linalg.sqrtm, a, oxla_device=oxla_device, cpu_device=cpu_device)
     assert_close(got, want, np.complex64, scale=10)
+
+
+def tridiagonal_system(shape, k, dtype, seed, pivoting):
+    """Diagonals of shape `shape` and right-hand sides `shape + (k,)`; with `pivoting` the
+    main diagonal is small, so every elimination step interchanges rows."""
+    rng = np.random.default_rng(seed)
+
+    def draw(s):
+        x = rng.standard_normal(s)
+        if np.issubdtype(np.dtype(dtype), np.complexfloating):
+            x = x + 1j * rng.standard_normal(s)
+        return x
+
+    d = draw(shape) * (0.01 if pivoting else 1.0) + (0.0 if pivoting else 4.0)
+    return [draw(shape).astype(dtype), d.astype(dtype), draw(shape).astype(dtype),
+            draw(shape + (k,)).astype(dtype)]
+
+
+@pytest.mark.parametrize("perturb", [False, True], ids=["gtsv", "perturbed"])
+@pytest.mark.parametrize("pivoting", [False, True], ids=["dominant", "pivoting"])
+@pytest.mark.parametrize("shape,k", [((1,), 1), ((2,), 3), ((9,), 2), ((2, 3, 6), 1)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64], ids=lambda d: np.dtype(d).name)
+def test_tridiagonal_solve(shape, k, pivoting, perturb, dtype, oxla_device, cpu_device):
+    args = tridiagonal_system(shape, k, dtype, seed=41, pivoting=pivoting)
+
+    def fn(dl, d, du, b):
+        return jax.lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=perturb)
+
+    with jax.enable_x64(np.dtype(dtype) == np.float64):
+        got, want = both(fn, *args, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype, scale=10)
+
+
+@pytest.mark.parametrize("perturb", [False, True], ids=["gtsv", "perturbed"])
+def test_tridiagonal_solve_of_singular_systems(perturb, oxla_device, cpu_device):
+    # A zero matrix and [[1, 1], [1, 1]]: gtsv reports the zero pivot (NaN solution);
+    # the perturbed solver nudges the pivots and returns the same huge finite values.
+    def fn(dl, d, du, b):
+        return jax.lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=perturb)
+
+    zeros = np.zeros(3, np.float32)
+    ones = np.ones(2, np.float32)
+    for args in ([zeros, zeros, zeros, np.ones((3, 1), np.float32)],
+                 [ones, ones, ones, np.array([[1.0], [2.0]], np.float32)]):
+        got, want = both(fn, *args, oxla_device=oxla_device, cpu_device=cpu_device)
+        if perturb:
+            assert np.isfinite(want).all()
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        else:
+            assert np.isnan(want).all()
+            assert np.isnan(got).all()

@@ -72,7 +72,9 @@ fn parse_target(target: &str) -> Option<(ElementType, Routine)> {
         "ungqr" if complex => Routine::Orgqr,
         "syevd" if !complex => Routine::Syevd,
         "heevd" if complex => Routine::Syevd,
-        "gesdd" => Routine::Gesdd,
+        // JAX's `SvdAlgorithm.QR` asks for `gesvd`; it takes and returns what `gesdd`
+        // does, and the decomposition is the same one.
+        "gesdd" | "gesvd" => Routine::Gesdd,
         "gehrd" => Routine::Gehrd,
         "geev" => Routine::Geev,
         "gees" => Routine::Gees,
@@ -146,7 +148,7 @@ fn config_char(cx: OpCx<'_>, name: &str, default: char, allowed: &str) -> Result
 }
 
 /// Decodes a float or complex literal into `complex<f64>`.
-fn to_complex(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<C>, IrError> {
+pub(super) fn to_complex(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<C>, IrError> {
     match convert_array(&decode(lit), ElementType::C128) {
         Array::C128(v) => Ok(v),
         _ => Err(cx.invalid("internal: complex conversion failed")),
@@ -154,19 +156,19 @@ fn to_complex(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<C>, IrError> {
 }
 
 /// Encodes `values` as a literal of `ty`, rounding once.
-fn from_complex(values: Vec<C>, ty: &TensorType) -> Result<Literal, IrError> {
+pub(super) fn from_complex(values: Vec<C>, ty: &TensorType) -> Result<Literal, IrError> {
     encode(
         &convert_array(&Array::C128(values), ty.element_type),
         ty.clone(),
     )
 }
 
-fn from_i32(values: Vec<i32>, ty: &TensorType) -> Result<Literal, IrError> {
+pub(super) fn from_i32(values: Vec<i32>, ty: &TensorType) -> Result<Literal, IrError> {
     encode(&Array::S32(values), ty.clone())
 }
 
 /// The real type of the same precision as `et`.
-fn real_of(et: ElementType) -> ElementType {
+pub(super) fn real_of(et: ElementType) -> ElementType {
     match et {
         ElementType::C64 => ElementType::F32,
         ElementType::C128 => ElementType::F64,
@@ -175,7 +177,7 @@ fn real_of(et: ElementType) -> ElementType {
 }
 
 /// Checks that result `i` has `shape` and element type `et`, and returns its type.
-fn expect_result<'a>(
+pub(super) fn expect_result<'a>(
     cx: OpCx<'a>,
     i: usize,
     shape: &[i64],
@@ -859,7 +861,7 @@ fn potrf(a: &mut [C], n: usize, lower: bool) -> i32 {
 }
 
 /// `|re| + |im|`, the magnitude LAPACK's `i?amax` compares.
-fn abs1(z: C) -> f64 {
+pub(super) fn abs1(z: C) -> f64 {
     z.re.abs() + z.im.abs()
 }
 
@@ -1412,6 +1414,12 @@ fn normalize(v: &mut [C]) {
 /// component real. For `real` input, eigenvalues whose imaginary part is at rounding level
 /// are made real (with real eigenvectors), as LAPACK's real routine returns them.
 fn geev(a: &[C], n: usize, real: bool) -> (Vec<C>, Vec<C>, Vec<C>, i32) {
+    if a.iter().any(|x| !x.re.is_finite() || !x.im.is_finite()) {
+        // LAPACK scales the matrix by its largest magnitude first, which turns an infinite
+        // or NaN entry into NaNs everywhere.
+        let nan = C::new(f64::NAN, f64::NAN);
+        return (vec![nan; n], vec![nan; n * n], vec![nan; n * n], 0);
+    }
     let (t, z, info) = schur(a, n);
     let mut w: Vec<C> = (0..n).map(|d| t[d * n + d]).collect();
     let scale = a.iter().map(|x| x.norm_sqr()).sum::<f64>().sqrt();

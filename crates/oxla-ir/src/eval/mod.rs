@@ -53,6 +53,7 @@ mod tests;
 mod threads;
 pub mod tile_code;
 mod topk;
+mod tridiagonal;
 mod trip_count;
 mod typed;
 mod window;
@@ -332,13 +333,14 @@ fn is_dce_sink(op: &Op) -> bool {
 }
 
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
-/// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines JAX's
-/// cpu lowering rules call, the sharding custom calls, `dce_sink`, and targets registered with
+/// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines and
+/// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`, and targets registered with
 /// [`register_host_call`]).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => {
             lapack::supports(op)
+                || tridiagonal::supports(op)
                 || is_dce_sink(op)
                 || sharding_call_target(op).is_some()
                 || call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
@@ -640,10 +642,12 @@ impl<'m> Interp<'m> {
                         .iter()
                         .map(|&id| tensor_operand(frame, cx, id))
                         .collect::<Result<Vec<_>, _>>()?;
-                    lapack::custom_call(cx, &args)?
-                        .into_iter()
-                        .map(Value::Tensor)
-                        .collect()
+                    let results = if tridiagonal::supports(op) {
+                        tridiagonal::custom_call(cx, &args)?
+                    } else {
+                        lapack::custom_call(cx, &args)?
+                    };
+                    results.into_iter().map(Value::Tensor).collect()
                 }
             },
             k if body::handles(k) => self.exec_body_op(frame, cx, moves)?,
