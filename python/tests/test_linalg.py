@@ -472,3 +472,18 @@ def test_tridiagonal_solve_of_singular_systems(perturb, oxla_device, cpu_device)
         else:
             assert np.isnan(want).all()
             assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("n", [2, 4, 7])
+def test_rsf2csf_takes_lapacks_eigenvalue_of_each_block(n, oxla_device, cpu_device):
+    # rsf2csf rotates each 2x2 block by the first eigenvalue `eigvals` returns for it; the
+    # complex QR iteration's shift decides which of a conjugate pair that is, so the
+    # complex Schur form matches cpu's only when the order matches LAPACK's.
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        t, z = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+        got, want = both(
+            jax.scipy.linalg.rsf2csf, t, z, oxla_device=oxla_device, cpu_device=cpu_device
+        )
+        for g, w in zip(got, want):
+            assert_close(g, w, np.complex64, scale=10)

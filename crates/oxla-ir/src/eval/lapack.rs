@@ -1070,14 +1070,7 @@ fn schur(a: &[C], n: usize) -> (Vec<C>, Vec<C>, i32) {
         let mu = if iter.is_multiple_of(10) {
             hd + h[q * n + p].norm()
         } else {
-            let half = (ha - hd) * 0.5;
-            let disc = (half * half + hb * hc).sqrt();
-            let (m1, m2) = ((ha + hd) * 0.5 + disc, (ha + hd) * 0.5 - disc);
-            if (m1 - hd).norm() <= (m2 - hd).norm() {
-                m1
-            } else {
-                m2
-            }
+            wilkinson_shift(ha, hb, hc, hd)
         };
         for k in l..hi {
             let (x, y) = if k == l {
@@ -1099,6 +1092,33 @@ fn schur(a: &[C], n: usize) -> (Vec<C>, Vec<C>, i32) {
         }
     }
     (h, z, 0)
+}
+
+/// The eigenvalue of `[[a, b], [c, d]]` nearer to `d`, computed as LAPACK's complex QR
+/// iteration (`lahqr`) computes its shift: `d - u^2 / (x + y)` with `u = sqrt(b) sqrt(c)`,
+/// `x = (a - d) / 2` and `y = sqrt(x^2 + u^2)` taken with the sign that points it along `x`.
+/// When both eigenvalues are equally near (`a = d`), the rounding of `u^2`'s zero imaginary
+/// part picks one as LAPACK's does, so eigenvalues come out in LAPACK's order: for a real
+/// standardized 2x2 block, the one with negative imaginary part converges at the bottom.
+fn wilkinson_shift(a: C, b: C, c: C, d: C) -> C {
+    let u = b.sqrt() * c.sqrt();
+    let size = abs1(u);
+    if size == 0.0 {
+        return d;
+    }
+    let x = (a - d) * 0.5;
+    let sx = abs1(x);
+    let scale = size.max(sx);
+    let (xs, us) = (x / scale, u / scale);
+    let mut y = (xs * xs + us * us).sqrt() * scale;
+    if sx > 0.0 {
+        let along = x / sx;
+        if along.re * y.re + along.im * y.im < 0.0 {
+            y = -y;
+        }
+    }
+    let (re, im) = super::complex::div(u.re, u.im, (x + y).re, (x + y).im);
+    d - u * C::new(re, im)
 }
 
 /// The real Schur form `A = Z T Z^T` of a real row-major `n x n` matrix, LAPACK `gees`
@@ -2559,5 +2579,21 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("lapack_strsm_ffi"), "{err}");
+    }
+
+    #[test]
+    fn the_shift_is_the_eigenvalue_nearer_the_corner_and_breaks_ties_as_lapack() {
+        let r = |x: f64| C::new(x, 0.0);
+        // A standardized real block [[1, b], [c, 1]] with b c = -4: eigenvalues 1 +- 2i,
+        // equally near; LAPACK's rounding of u^2 takes 1 - 2i whichever sign b has.
+        for (b, c) in [(2.0, -2.0), (-8.0, 0.5)] {
+            let mu = wilkinson_shift(r(1.0), r(b), r(c), r(1.0));
+            assert!((mu - C::new(1.0, -2.0)).norm() < 1e-12, "{b} {c}: {mu}");
+        }
+        // Eigenvalues (1 +- sqrt 33) / 2 of [[2, 2], [3, -1]]: the one nearer -1.
+        let mu = wilkinson_shift(r(2.0), r(2.0), r(3.0), r(-1.0));
+        assert!((mu - r((1.0 - 33f64.sqrt()) / 2.0)).norm() < 1e-12, "{mu}");
+        // A zero off-diagonal product leaves the corner itself.
+        assert_eq!(wilkinson_shift(r(5.0), r(0.0), r(3.0), r(-1.0)), r(-1.0));
     }
 }
