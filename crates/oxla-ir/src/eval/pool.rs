@@ -147,11 +147,12 @@ fn take(len: usize) -> Option<Vec<u8>> {
         .or_else(|| take_returned(len))
 }
 
-/// `len` zero bytes.
+/// `len` zero bytes: a cached buffer cleared over the threads, or a fresh zeroed
+/// allocation (which the allocator may take from the kernel already zero).
 pub(crate) fn take_zeroed(len: usize) -> Vec<u8> {
     match take(len) {
         Some(mut buffer) => {
-            buffer.fill(0);
+            super::shape::split_bytes(&mut buffer, 1, |_, piece| piece.fill(0));
             buffer
         }
         None => vec![0; len],

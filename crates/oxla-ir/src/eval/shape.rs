@@ -88,6 +88,14 @@ pub(crate) fn strided_copy(
         offset,
         fast,
     };
+    if fast && strides.iter().all(|&s| s == 0) {
+        // A broadcast zero (`jnp.zeros`, a scatter's or reduction's start): a zeroed buffer
+        // needs no second pass, and a fresh one none at all.
+        let at = offset as usize * esize;
+        if src[at..at + esize].iter().all(|&b| b == 0) {
+            return Ok(super::pool::take_zeroed(n * esize));
+        }
+    }
     let mut res = super::pool::take_for_overwrite(n * esize);
     if fast {
         split_bytes(&mut res, esize, |at, piece| {
@@ -1074,4 +1082,25 @@ pub(crate) fn reverse(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
     }
     let data = strided_copy(&x.data, x.ty.element_type.byte_size(), &ext, &st, offset)?;
     Literal::new(x.ty.clone(), data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broadcast_zero_clears_a_reused_buffer_and_other_fills_still_fill() {
+        // Large enough to split over the threads; the cache hands back the dirty buffer.
+        let n = 3 * PARALLEL_BYTES / 4 + 5;
+        let len = n * 4;
+        let _wanted = super::super::pool::take_for_overwrite(len);
+        super::super::pool::give(vec![0xAB; len]);
+        let zero = strided_copy(&0f32.to_le_bytes(), 4, &[n], &[0], 0).unwrap();
+        assert_eq!(zero.len(), len);
+        assert!(zero.iter().all(|&b| b == 0));
+        super::super::pool::give(zero);
+        // -0.0 has a nonzero byte: it is copied, not taken as a zero.
+        let negative = strided_copy(&(-0f32).to_le_bytes(), 4, &[n / 2, 2], &[0, 0], 0).unwrap();
+        assert!(negative.chunks(4).all(|e| e == (-0f32).to_le_bytes()));
+    }
 }
