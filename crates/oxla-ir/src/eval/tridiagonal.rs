@@ -364,7 +364,78 @@ fn perturbed(a: Diagonals<'_>, b: &[C], k: usize, x: &mut [C], p: Precision) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::*;
     use super::*;
+    use crate::{Attribute, Module, Type};
+
+    /// Runs one custom call of `target` on `args` with results of `results`.
+    fn call(target: &str, args: &[Literal], results: &[Type]) -> Result<Vec<Literal>, IrError> {
+        let types: Vec<Type> = args.iter().map(|a| Type::Tensor(a.ty.clone())).collect();
+        let (mut b, params) = FuncBuilder::new(&types);
+        let rs = b.op_full(
+            crate::OpKind::CustomCall,
+            &params,
+            results,
+            vec![("call_target_name", Attribute::String(target.to_string()))],
+            Vec::new(),
+        );
+        let module: Module = b.finish(&rs);
+        super::super::run_function(&module, "main", args)
+    }
+
+    #[test]
+    fn calls_solve_batches_and_reject_malformed_operands() {
+        // Two systems of 3 rows: [[2, 1, 0], [1, 2, 1], [0, 1, 2]] x = b, and a zero matrix.
+        let dl = f32s(&[2, 3], &[0.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+        let d = f32s(&[2, 3], &[2.0, 2.0, 2.0, 0.0, 0.0, 0.0]);
+        let du = f32s(&[2, 3], &[1.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+        let b = f32s(&[2, 3, 1], &[4.0, 8.0, 8.0, 1.0, 1.0, 1.0]);
+        let args = [dl.clone(), d.clone(), du.clone(), b.clone()];
+        let f = ElementType::F32;
+        let gtsv_results = [
+            t(&[2, 3], f),
+            t(&[2, 3], f),
+            t(&[2, 3], f),
+            t(&[2, 3, 1], f),
+        ];
+        let mut results = gtsv_results.to_vec();
+        results.push(t(&[2], ElementType::S32));
+        let out = call("lapack_sgtsv_ffi", &args, &results).unwrap();
+        assert_eq!(to_f32(&out[3])[..3], [1.0, 2.0, 3.0]);
+        assert_eq!(to_i32(&out[4]), [0, 1]);
+        let out = call(
+            "tridiagonal_solve_perturbed_ffi",
+            &args,
+            &[t(&[2, 3, 1], f)],
+        )
+        .unwrap();
+        assert_eq!(to_f32(&out[0])[..3], [1.0, 2.0, 3.0]);
+        assert!(to_f32(&out[0])[3..]
+            .iter()
+            .all(|v| v.is_finite() && v.abs() > 1e6));
+        // The target's type letter must match the operands.
+        assert!(call("lapack_dgtsv_ffi", &args, &results).is_err());
+        // A diagonal of the wrong length, right-hand sides without their column dimension,
+        // too few operands, a missing info result: errors, not panics.
+        let short = f32s(&[2, 2], &[0.0; 4]);
+        let bad = [short, d.clone(), du.clone(), b.clone()];
+        assert!(call("lapack_sgtsv_ffi", &bad, &results).is_err());
+        let flat = f32s(&[2, 3], &[1.0; 6]);
+        let bad = [dl.clone(), d.clone(), du.clone(), flat];
+        assert!(call("tridiagonal_solve_perturbed_ffi", &bad, &[t(&[2, 3], f)]).is_err());
+        assert!(call("lapack_sgtsv_ffi", &args[..3], &results).is_err());
+        assert!(call("lapack_sgtsv_ffi", &args, &gtsv_results).is_err());
+        // Integer systems are not solved.
+        let ints: Vec<Literal> = (0..3).map(|_| i32s(&[3], &[1, 1, 1])).collect();
+        let mut bad = ints.clone();
+        bad.push(i32s(&[3, 1], &[1, 1, 1]));
+        assert!(call(
+            "tridiagonal_solve_perturbed_ffi",
+            &bad,
+            &[t(&[3, 1], ElementType::S32)]
+        )
+        .is_err());
+    }
 
     fn c(v: &[f64]) -> Vec<C> {
         v.iter().map(|&r| C::new(r, 0.0)).collect()
