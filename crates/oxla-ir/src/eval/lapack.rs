@@ -216,13 +216,23 @@ fn with(dims: &[i64], tail: &[usize]) -> Vec<i64> {
         .collect()
 }
 
-/// Evaluates a `stablehlo.custom_call` whose target is one of the LAPACK routines.
-pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
+/// The custom call's target name and what `parse` makes of it; an error when it has none
+/// or `parse` does not know it.
+pub(super) fn known_target<'a, T>(
+    cx: OpCx<'a>,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<(&'a str, T), IrError> {
     let target =
         super::call_target(cx.op).ok_or_else(|| cx.invalid("missing `call_target_name`"))?;
-    let (et, routine) = parse_target(target).ok_or_else(|| {
+    let known = parse(target).ok_or_else(|| {
         cx.unsupported(format!("custom call target `{target}` is not implemented"))
     })?;
+    Ok((target, known))
+}
+
+/// Evaluates a `stablehlo.custom_call` whose target is one of the LAPACK routines.
+pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
+    let (target, (et, routine)) = known_target(cx, parse_target)?;
     let operands = if matches!(routine, Routine::Orgqr | Routine::Geqp3) {
         2
     } else {
@@ -1738,7 +1748,7 @@ fn complete_orthonormal(cols: &mut [Vec<C>], m: usize) {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::{Module, Type};
+    use crate::Type;
 
     /// Deterministic pseudo-random values in [-1, 1).
     fn noise(len: usize, seed: u64) -> Vec<f64> {
@@ -1792,20 +1802,8 @@ mod tests {
         results: &[Type],
         cfg: &[(&str, char)],
     ) -> Result<Vec<Literal>, IrError> {
-        let types: Vec<Type> = args.iter().map(|a| Type::Tensor(a.ty.clone())).collect();
-        let (mut b, params) = FuncBuilder::new(&types);
-        let rs = b.op_full(
-            crate::OpKind::CustomCall,
-            &params,
-            results,
-            vec![
-                ("call_target_name", Attribute::String(target.to_string())),
-                ("mhlo.backend_config", config(cfg)),
-            ],
-            Vec::new(),
-        );
-        let module: Module = b.finish(&rs);
-        super::super::run_function(&module, "main", args)
+        let attrs = vec![("mhlo.backend_config", config(cfg))];
+        run_custom_call(target, attrs, args, results)
     }
 
     /// Row-major product of `a` (m x k) and `b` (k x n).

@@ -242,3 +242,20 @@ pub(crate) fn run_op(
     let mut out = super::run_function(&module, "main", args)?;
     Ok(out.remove(0))
 }
+
+/// Runs a function of one `stablehlo.custom_call` of `target` (with `attrs` besides its
+/// target name) on `args`, with results of `results`.
+pub(crate) fn run_custom_call(
+    target: &str,
+    attrs: Vec<(&str, Attribute)>,
+    args: &[Literal],
+    results: &[Type],
+) -> Result<Vec<Literal>, crate::IrError> {
+    let types: Vec<Type> = args.iter().map(|a| Type::Tensor(a.ty.clone())).collect();
+    let (mut b, params) = FuncBuilder::new(&types);
+    let mut all = vec![("call_target_name", Attribute::String(target.to_string()))];
+    all.extend(attrs);
+    let rs = b.op_full(OpKind::CustomCall, &params, results, all, Vec::new());
+    let module: Module = b.finish(&rs);
+    super::run_function(&module, "main", args)
+}

@@ -20,7 +20,9 @@
 //! other linear-algebra calls (`lapack.rs`).
 
 use super::context::OpCx;
-use super::lapack::{abs1, expect_result, from_complex, from_i32, real_of, to_complex};
+use super::lapack::{
+    abs1, expect_result, from_complex, from_i32, known_target, real_of, to_complex,
+};
 use crate::{ElementType, IrError, Literal, Op};
 use num_complex::Complex64;
 
@@ -66,11 +68,7 @@ pub(crate) fn supports(op: &Op) -> bool {
 
 /// Evaluates a tridiagonal-solver custom call (see the module documentation).
 pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
-    let target =
-        super::call_target(cx.op).ok_or_else(|| cx.invalid("missing `call_target_name`"))?;
-    let (named, kind) = solver(target).ok_or_else(|| {
-        cx.unsupported(format!("custom call target `{target}` is not implemented"))
-    })?;
+    let (target, (named, kind)) = known_target(cx, solver)?;
     cx.expect_operands(4)?;
     let b_ty = &args[3].ty;
     let et = b_ty.element_type;
@@ -366,21 +364,10 @@ fn perturbed(a: Diagonals<'_>, b: &[C], k: usize, x: &mut [C], p: Precision) {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::{Attribute, Module, Type};
+    use crate::Type;
 
-    /// Runs one custom call of `target` on `args` with results of `results`.
     fn call(target: &str, args: &[Literal], results: &[Type]) -> Result<Vec<Literal>, IrError> {
-        let types: Vec<Type> = args.iter().map(|a| Type::Tensor(a.ty.clone())).collect();
-        let (mut b, params) = FuncBuilder::new(&types);
-        let rs = b.op_full(
-            crate::OpKind::CustomCall,
-            &params,
-            results,
-            vec![("call_target_name", Attribute::String(target.to_string()))],
-            Vec::new(),
-        );
-        let module: Module = b.finish(&rs);
-        super::super::run_function(&module, "main", args)
+        run_custom_call(target, Vec::new(), args, results)
     }
 
     #[test]
