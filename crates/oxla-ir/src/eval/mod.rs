@@ -334,8 +334,8 @@ fn is_dce_sink(op: &Op) -> bool {
 
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines and
-/// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`, and targets registered with
-/// [`register_host_call`]).
+/// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`,
+/// and targets registered with [`register_host_call`]).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => {
