@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{assert_same_outcome, golden_programs, literal, main_args, run, same_bits, Rng};
+use common::{
+    args_for, assert_same_outcome, golden_programs, literal, main_args, run, same_bits, Rng,
+};
 use oxla_frontend::parse_text;
 use oxla_ir::eval::{
     compiled_loops, counted_loop_work, fused_groups, generated_groups, generated_loops,
@@ -1627,26 +1629,7 @@ fn golden_jax_programs_give_the_same_bits_fused() {
         let Ok(module) = parse_text(&text) else {
             continue;
         };
-        let Some(func) = module.function("main") else {
-            continue;
-        };
-        // Only programs over f32 and i1 inputs: random integers could index out of range
-        // or drive loops for a long time.
-        let args: Option<Vec<Literal>> = func
-            .ty
-            .inputs
-            .iter()
-            .map(|ty| match ty {
-                Type::Tensor(t)
-                    if t.is_static()
-                        && matches!(t.element_type, ElementType::F32 | ElementType::Pred) =>
-                {
-                    Some(literal(&mut rng, t))
-                }
-                _ => None,
-            })
-            .collect();
-        let Some(args) = args else {
+        let Some(args) = args_for(&mut rng, &module) else {
             continue;
         };
         assert_fusion_invisible(&module, &args, &path.display().to_string());
