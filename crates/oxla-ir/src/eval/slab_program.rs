@@ -529,7 +529,10 @@ impl SlabProgram {
                 entry.1 &= op.kind == OpKind::Reduce;
             }
         }
-        let summed_only = |op: &crate::Op| matches!(op.results.as_slice(), [r] if readers.get(r) == Some(&(1, true)));
+        let summed_only = |op: &crate::Op| match op.results.as_slice() {
+            [r] => readers.get(r) == Some(&(1, true)),
+            _ => false,
+        };
         let mut outputs = None;
         for (i, op) in block.ops.iter().enumerate() {
             let group = groups.of_op.get(i).copied().flatten();
