@@ -438,6 +438,29 @@ def test_where(dtype):
     check(lambda v: jnp.where(v > 0, v, np.float32(-1)), x)
 
 
+def test_where_with_a_constant_mask():
+    # The mask is a constant of the program: MLIR stores an i1 constant packed eight to a
+    # byte, and a single byte of up to eight elements is a splat only when it is 0x00 or 0xFF.
+    rng = np.random.default_rng(7)
+    for n in range(1, 18):
+        for mask in (rng.integers(0, 2, n).astype(bool), np.arange(n) % 3 == 1, np.ones(n, bool)):
+            mask = mask.copy()
+            check(lambda v, mask=mask: jnp.where(mask, v, -v), rand((n,), np.float32))
+    mask = np.array([[False, True, True], [True, False, False]])
+    check(lambda v: jnp.where(mask, v, 0), rand((2, 3), np.int32))
+
+
+def test_scatter_at_constant_negative_indices():
+    # JAX wraps negative indices with a select on a constant mask of the negative ones.
+    x = rand((3, 4, 5), np.float32)
+    y = np.float32(1.7)
+    for indices in ([0, -1], [-3, 1], [-1, -2, 0]):
+        idx = np.array(indices)
+        check(lambda v, u, idx=idx: v.at[idx].divide(u, unique_indices=True), x, y)
+        check(lambda v, u, idx=idx: v.at[idx].add(u), x, y)
+        check(lambda v, idx=idx: v[idx], x)
+
+
 def test_clip():
     x = rand((5, 6), np.float32) * 3
     check(lambda v: jnp.clip(v, -1.0, 2.0), x)

@@ -1024,8 +1024,10 @@ fn f16_to_f64(bits: u16) -> f64 {
 /// Converts an MLIR dense elements blob to oxla's dense layout.
 ///
 /// MLIR stores one element per byte for sub-byte integers, and a splat as a single element.
-/// `i1` data may be bit-packed (eight elements per byte, LSB first), a packed splat `0xFF`,
-/// or one byte per element; all become one byte 0/1 per element.
+/// `i1` data may be bit-packed (eight elements per byte, LSB first), a splat byte `0x00` or
+/// `0xFF`, or one byte per element; all become one byte 0/1 per element. As in MLIR, a single
+/// byte for several elements is a splat only when it is `0x00` or `0xFF`: any other byte
+/// packs up to eight distinct elements (`[false, true]` is `0x02`).
 pub(crate) fn elements(ty: TensorType, blob: &[u8], at: usize) -> Result<ElementsAttr> {
     let n = ty
         .num_elements()
@@ -1033,7 +1035,7 @@ pub(crate) fn elements(ty: TensorType, blob: &[u8], at: usize) -> Result<Element
     let elem_size = ty.element_type.byte_size();
     if ty.element_type.is_pred() {
         let packed = n.div_ceil(8);
-        if blob.len() == 1 && n != 1 {
+        if blob.len() == 1 && n != 1 && (blob[0] == 0 || blob[0] == 0xFF) {
             return Ok(ElementsAttr {
                 ty,
                 data: Bytes::from(vec![u8::from(blob[0] != 0)]),
@@ -1148,6 +1150,21 @@ mod tests {
         let e = elements(ty, &[0b0000_0101, 0b10], 0).unwrap();
         assert!(!e.splat);
         assert_eq!(&e.data[..], &[1, 0, 1, 0, 0, 0, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn one_packed_byte_of_a_few_elements_is_not_a_splat() {
+        let ty = TensorType::new([2], ElementType::Pred);
+        let e = elements(ty, &[0b10], 0).unwrap();
+        assert!(!e.splat);
+        assert_eq!(&e.data[..], &[0, 1]);
+        let ty = TensorType::new([5], ElementType::Pred);
+        let e = elements(ty, &[0b1_1111], 0).unwrap();
+        assert!(!e.splat);
+        assert_eq!(&e.data[..], &[1, 1, 1, 1, 1]);
+        let ty = TensorType::new([3], ElementType::Pred);
+        let e = elements(ty, &[0b001], 0).unwrap();
+        assert_eq!(&e.data[..], &[1, 0, 0]);
     }
 
     #[test]
