@@ -1,7 +1,7 @@
 """Sorting and selection on oxla against JAX's cpu backend.
 
-`jnp.sort`, `jnp.argsort`, `lax.sort` with several keys, `lax.top_k`, `argmax`
-and `argmin` on data full of ties, NaNs of both signs, signed zeros and
+`jnp.sort`, `jnp.argsort`, `lax.sort` with several keys, `lax.top_k`,
+`lax.approx_max_k` and `approx_min_k`, `argmax` and `argmin` on data full of ties, NaNs of both signs, signed zeros and
 infinities. Sorts only move elements, so results are compared bit for bit.
 """
 
@@ -129,6 +129,43 @@ def test_top_k(dtype):
     for k in (1, 5, 50):
         check_bits(lambda a, k=k: lax.top_k(a, k), x)
     check_bits(lambda a: lax.top_k(a, 1), tricky((4, 1), dtype))
+
+
+def check_top_k(fn, x, axis):
+    """`fn` returns (values, positions) along `axis`: the values equal cpu's (`-0 == 0`), and
+    the positions (which may break ties differently: cpu's order among equal values depends
+    on its sort) are distinct and hold those values, bit for bit."""
+    with jax.enable_x64(np.dtype(x.dtype).itemsize == 8):
+        values, positions = jax.device_get(jax.jit(fn)(jax.device_put(x, jax.devices("oxla")[0])))
+        want_values, want_positions = jax.jit(fn)(jax.device_put(x, jax.devices("cpu")[0]))
+    np.testing.assert_array_equal(np.asarray(values, np.float64),
+                                  np.asarray(want_values, np.float64))
+    positions = np.asarray(positions)
+    assert positions.shape == np.asarray(want_positions).shape
+    same_bits(np.take_along_axis(x, positions, axis=axis), values)
+    ordered = np.sort(positions, axis=axis)
+    assert (np.diff(ordered, axis=axis) > 0).all(), "positions repeat"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16, np.float16, np.float64],
+                         ids=dtype_id)
+def test_approx_max_k_and_min_k(dtype):
+    # The comparator is a plain `>` or `<`, no order for NaN: ties, zeros of both signs and
+    # infinities only. Both backends compute the exact top k.
+    x = tricky((6, 40), dtype, seed=8)
+    x = np.where(np.isnan(x.astype(np.float32)), np.asarray(0.5, dtype), x).astype(dtype)
+    for k in (1, 4, 40):
+        check_top_k(lambda a, k=k: lax.approx_max_k(a, k), x, 1)
+        check_top_k(lambda a, k=k: lax.approx_min_k(a, k), x, 1)
+    check_top_k(lambda a: lax.approx_max_k(a, 3, reduction_dimension=0), x, 0)
+    check_top_k(lambda a: lax.approx_min_k(a, 2, reduction_dimension=0, aggregate_to_topk=False),
+                x, 0)
+    check_top_k(lambda a: lax.approx_max_k(a, 5, recall_target=0.5), distinct((3, 300), dtype),
+                1)
+    # Distinct values (all exact in bfloat16) have one top k: the positions match too.
+    check_bits(jax.vmap(lambda a: lax.approx_min_k(a, 2)), distinct((2, 3, 40), dtype))
+    if dtype == np.float32:
+        check(jax.grad(lambda a: lax.approx_max_k(a, 3)[0].sum()), distinct((4, 40), dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [np.int32, np.bool_], ids=dtype_id)

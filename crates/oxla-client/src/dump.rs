@@ -574,7 +574,15 @@ mod tests {
             .collect();
         assert_eq!(
             phases,
-            ["read", "verify", "check", "inline", "fold", "divisions"]
+            [
+                "read",
+                "verify",
+                "lower",
+                "check",
+                "inline",
+                "fold",
+                "divisions"
+            ]
         );
         // Nothing was inlined, so there is no IR after the pass.
         assert!(!compile_dir.join("ir.020-inline.mlir").exists());

@@ -187,7 +187,7 @@ impl Executable {
                 options.num_replicas, options.num_partitions
             )));
         }
-        let module = run.phase("read", || Ok(oxla_frontend::read_program(program)?))?;
+        let mut module = run.phase("read", || Ok(oxla_frontend::read_program(program)?))?;
         run.set_module_name(module.name.as_deref().unwrap_or("program"));
         run.ir_after("read", &module);
         run.phase("verify", || {
@@ -199,6 +199,14 @@ impl Executable {
                 ))
             })
         })?;
+        // Calls that run as other ops (`ApproxTopK` as a sort and slices), at every
+        // optimization level.
+        let lowered = run.phase("lower", || {
+            Ok(oxla_ir::transform::lower_approx_top_k(&mut module)?)
+        })?;
+        if lowered > 0 {
+            run.ir_after("lower", &module);
+        }
         let entry: &Function = match &options.entry {
             Some(name) => module.function(name).ok_or_else(|| {
                 ClientError::InvalidArgument(format!("program has no function named `{name}`"))

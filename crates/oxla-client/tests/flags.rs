@@ -108,6 +108,7 @@ fn client_flags_take_effect() {
         [
             "read",
             "verify",
+            "lower",
             "check",
             "inline",
             "fold",
@@ -132,6 +133,7 @@ fn client_flags_take_effect() {
         [
             "read",
             "verify",
+            "lower",
             "check",
             "inline",
             "fold",

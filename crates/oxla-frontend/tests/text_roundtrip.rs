@@ -1,5 +1,6 @@
 //! Text parser and printer tests: golden round trips over `tests/filetests/roundtrip`,
-//! precise-output tests over `tests/filetests/print` (`OXLA_BLESS=1` rewrites them), the
+//! precise-output tests over `tests/filetests/print` (`OXLA_BLESS=1` rewrites them; a file
+//! with the line `// options: lower` prints the IR after the compile-time lowerings), the
 //! IR the parser builds for representative programs, and errors for malformed text.
 
 use oxla_frontend::{parse_text, FrontendError};
@@ -137,7 +138,11 @@ fn print_files_match_expected_output() {
         let options = PrintOptions {
             locations: input.lines().any(|l| l.trim() == "// options: locations"),
         };
-        let module = parse_text(input).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut module = parse_text(input).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if input.lines().any(|l| l.trim() == "// options: lower") {
+            oxla_ir::transform::lower_approx_top_k(&mut module)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
         let actual = print_module_with(&module, options);
         let actual = actual.trim_end();
         if expected.as_deref().map(str::trim_end) == Some(actual) {
@@ -318,6 +323,37 @@ fn while_regions_get_their_own_arguments() {
         .find(|op| op.kind == OpKind::Add)
         .expect("add in body");
     assert_eq!(add.operands[0], body_args[0]);
+}
+
+#[test]
+fn a_function_ending_in_stablehlo_return_ends_as_func_return() {
+    // As JAX prints a sort or top-k comparator; a nested region keeps its stablehlo.return.
+    let text = "
+func.func @less(%a: tensor<f32>, %b: tensor<f32>) -> tensor<i1> {
+  %0 = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  stablehlo.return %0 : tensor<i1>
+}
+func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = \"stablehlo.sort\"(%x) <{dimension = 0 : i64}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  }) : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+";
+    let module = parse(text);
+    oxla_ir::verifier::verify_module(&module).expect("verifies");
+    let less = module.function("less").expect("less");
+    assert_eq!(
+        less.body.blocks[0].ops.last().unwrap().kind,
+        OpKind::FuncReturn
+    );
+    let sort = first_op(&module, &OpKind::Sort);
+    assert_eq!(
+        sort.regions[0].blocks[0].ops.last().unwrap().kind,
+        OpKind::Return
+    );
 }
 
 #[test]

@@ -1552,7 +1552,17 @@ impl<'a> Parser<'a> {
             if declaration_args {
                 return Err(self.err("a function with a body needs named arguments"));
             }
-            let body = self.parse_region_with_args(Some(arg_values), false)?;
+            let mut body = self.parse_region_with_args(Some(arg_values), false)?;
+            // JAX prints some functions (sort and top-k comparators) ending in
+            // `stablehlo.return`, which MLIR accepts there; it ends the function as
+            // `func.return` does, as in the bytecode reader.
+            for block in &mut body.blocks {
+                if let Some(last) = block.ops.last_mut() {
+                    if last.kind == OpKind::Return {
+                        last.kind = OpKind::FuncReturn;
+                    }
+                }
+            }
             self.func.body = body;
         }
         self.func.location = self.parse_opt_loc()?.unwrap_or_default();

@@ -233,7 +233,14 @@ fn renamed(
     }
 }
 
-fn copy_op(function: &mut Function, callee: &Function, op: &Op, map: &mut [Option<ValueId>]) -> Op {
+/// A copy of `callee`'s `op` (nested regions included) with its values renamed into
+/// `function` through `map` (fresh values on first sight).
+pub(super) fn copy_op(
+    function: &mut Function,
+    callee: &Function,
+    op: &Op,
+    map: &mut [Option<ValueId>],
+) -> Op {
     let mut rename = |v: ValueId| renamed(function, callee, v, map);
     let operands = op.operands.iter().map(|&v| rename(v)).collect();
     let results = op.results.iter().map(|&v| rename(v)).collect();

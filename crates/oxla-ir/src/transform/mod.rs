@@ -2,13 +2,16 @@
 //! program. Inlining changes how a program is laid out, never what it computes; the
 //! division rewrites change how divisions round, to XLA's way; folding computes small
 //! integer results on constants ahead of time, with the evaluator's own bits; the counter
-//! rules narrow `jax.random`'s 64-bit counters by integer identities.
+//! rules narrow `jax.random`'s 64-bit counters by integer identities. `ApproxTopK` calls
+//! become a sort and slices, which is how they run.
 
+mod approx_top_k;
 mod counters;
 mod division;
 mod fold;
 mod inline;
 
+pub use approx_top_k::{lower_approx_top_k, APPROX_TOP_K};
 pub use counters::simplify_counters;
 pub use division::rewrite_divisions;
 pub use fold::fold_integer_constants;
