@@ -9,7 +9,8 @@ rule. Several linear-algebra primitives (``eigh``, ``svd``, ``lu``, ``schur``,
 :func:`register` installs for the ``oxla`` platform the very rules JAX uses for
 ``cpu``: programs then carry the ``lapack_*_ffi`` custom calls, with JAX's cpu
 pre- and post-processing around them, and oxla implements those targets
-natively.
+natively. ``eigh`` takes every ``implementation`` (JAX's cpu rule refuses the
+GPU and TPU ones) and computes it the cpu way.
 
 Everything here is best effort: a primitive or rule missing from the installed
 JAX version is skipped, never an error.
@@ -44,6 +45,26 @@ _PRIMITIVES = (
 
 #: The rules installed by :func:`register`, by primitive name.
 _registered = {}
+
+
+def _any_eigh_implementation(rule):
+    """``rule`` (the cpu rule of ``eigh_p``) for every ``implementation``.
+
+    The cpu rule refuses ``EighImplementation.JACOBI`` (a GPU solver) and ``QDWH``
+    (TPU); on oxla the implementation only chooses how the same decomposition is
+    computed, so every one runs as the default, LAPACK's ``syevd``.
+    """
+
+    @functools.wraps(rule)
+    def any_implementation(ctx, operand, **params):
+        params["algorithm"] = None
+        return rule(ctx, operand, **params)
+
+    return any_implementation
+
+
+#: Adjustments of the cpu rules, by primitive name.
+_ADAPTED = {"eigh_p": _any_eigh_implementation}
 
 
 def _cpu_rule(mlir, linalg, prim, fallback_name, takes_prefix):
@@ -83,6 +104,8 @@ def register():
         rule = _cpu_rule(mlir, linalg, prim, fallback_name, takes_prefix)
         if rule is None:
             continue
+        if prim_name in _ADAPTED:
+            rule = _ADAPTED[prim_name](rule)
         try:
             mlir.register_lowering(prim, rule, platform=PLATFORM)
         except Exception as err:  # an older or newer JAX with other rules

@@ -15,6 +15,7 @@ from _support import require_jax
 
 jax = require_jax()
 jnp = jax.numpy
+lax = jax.lax
 
 SQUARE_SHAPES = [(1, 1), (3, 3), (6, 6), (2, 4, 4), (2, 3, 5, 5)]
 RECT_SHAPES = [(4, 4), (6, 3), (3, 6), (2, 5, 2), (2, 2, 3)]
@@ -195,6 +196,20 @@ def test_eigh(shape, dtype, oxla_device, cpu_device):
     assert_close(overlap, eye, dtype, scale=100)
     got = run(lambda x: jnp.linalg.eigvalsh(x), (a,), oxla_device)
     assert_close(got, want_w, dtype, scale=10)
+
+
+@pytest.mark.parametrize("implementation", ["QR", "JACOBI", "QDWH"])
+def test_eigh_of_every_implementation(implementation, dtype, oxla_device, cpu_device):
+    # cpu refuses the GPU's Jacobi and the TPU's QDWH; oxla computes each as the default.
+    impl = getattr(lax.linalg.EighImplementation, implementation)
+    a = hermitian((3, 6, 6), dtype, seed=13)
+    v, w = run(lambda x: lax.linalg.eigh(x, implementation=impl), (a,), oxla_device)
+    want_w = run(lambda x: jnp.linalg.eigvalsh(x), (a,), cpu_device)
+    assert_close(w, want_w, dtype, scale=10)
+    assert_close(a @ v, v * w[..., None, :], dtype, scale=10)
+    if implementation != "QR":
+        with pytest.raises(NotImplementedError):
+            run(lambda x: lax.linalg.eigh(x, implementation=impl), (a,), cpu_device)
 
 
 def test_eigh_complex(oxla_device, cpu_device):
