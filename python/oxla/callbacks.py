@@ -158,18 +158,25 @@ def _patch_lowering():
 
 
 def _register_debug_rules():
-    """JAX registers the debug-callback lowerings per platform (cpu, gpu, tpu);
-    the same rules serve oxla once ``emit_python_callback`` knows it."""
-    from jax._src import debugging
+    """JAX registers the lowerings of debug callbacks and of ``checkify.check``
+    (which raises its error from a host callback) per platform (cpu, gpu, tpu);
+    the cpu rules serve oxla once ``emit_python_callback`` knows it."""
+    import importlib
+
     from jax._src.interpreters import mlir
 
-    for prim, rule in [
-        ("debug_callback_p", "debug_callback_lowering"),
-        ("debug_print_p", "debug_print_lowering_rule"),
+    for module, prim, rule in [
+        ("jax._src.debugging", "debug_callback_p", "debug_callback_lowering"),
+        ("jax._src.debugging", "debug_print_p", "debug_print_lowering_rule"),
+        ("jax._src.checkify", "check_p", "check_lowering_rule"),
     ]:
-        if hasattr(debugging, prim) and hasattr(debugging, rule):
+        try:
+            source = importlib.import_module(module)
+        except ImportError:
+            continue
+        if hasattr(source, prim) and hasattr(source, rule):
             mlir.register_lowering(
-                getattr(debugging, prim), getattr(debugging, rule), platform="oxla"
+                getattr(source, prim), getattr(source, rule), platform="oxla"
             )
 
 

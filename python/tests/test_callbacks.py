@@ -112,6 +112,37 @@ def test_callback_errors_fail_the_call_and_leave_the_device_usable(oxla_device):
     np.testing.assert_array_equal(on(oxla_device, lambda x: x + 1, np.ones(2)), [2.0, 2.0])
 
 
+def test_checkify_checks_under_jit(oxla_device, cpu_device):
+    from jax.experimental import checkify
+
+    def fn(x):
+        checkify.check(jnp.all(x > 0), "x must be positive, got {}", x)
+        return x * 2
+
+    # Functionalized by checkify: the error is a value, as on cpu.
+    checked = checkify.checkify(fn)
+    for x in (np.ones(3, np.float32), np.array([1, -1, 2], np.float32)):
+        err, out = on(oxla_device, checked, x)
+        want_err, want_out = on(cpu_device, checked, x)
+        assert err.get() == want_err.get()
+        np.testing.assert_array_equal(out, want_out)
+    # `debug_check` without checkify does nothing, also under jit.
+    debug = lambda x: (checkify.debug_check(jnp.all(x > 0), "never raised"), x + 1)[1]
+    np.testing.assert_array_equal(on(oxla_device, debug, np.zeros(2, np.float32)), [1.0, 1.0])
+    # A bare `check` under jit is an error at lowering unless runtime errors are on; then
+    # it raises when the program runs, from a host callback.
+    with pytest.raises(ValueError, match="Cannot abstractly evaluate"):
+        on(oxla_device, fn, np.ones(3, np.float32))
+    from jax._src import config as jax_config
+
+    with jax_config.xla_runtime_errors(True):
+        with pytest.raises(Exception, match="x must be positive"):
+            on(oxla_device, fn, np.array([3, -3], np.float32))
+        # The device goes on (and the next call's token replaces the failed one's, which
+        # the effects barrier would report again, as for any failed asynchronous call).
+        np.testing.assert_array_equal(on(oxla_device, fn, np.ones(2, np.float32)), [2.0, 2.0])
+
+
 def test_debug_print_with_only_oxla_listed():
     # JAX runs callbacks through its cpu backend; with JAX_PLATFORMS=oxla the plugin
     # keeps that backend running (after oxla, which stays the default).
