@@ -131,3 +131,28 @@ def test_pmap_results_feed_jit(report):
     assert report["pmap_then_jit"] == [[v + 1 for v in row] for row in doubled]
     assert report["stack"] == [doubled, [[v + 1 for v in row] for row in doubled]]
     assert report["grad_of_pmap"] == [[2.0 * (2 * r + c) for c in range(2)] for r in range(4)]
+
+
+def test_inspect_sharding_of_a_partitioned_program_is_unsupported():
+    # JAX leaves the callback of `inspect_array_sharding` to the partitioner, as a binary
+    # handle in a custom call's backend config. oxla has no partitioner to call it: the
+    # compile fails as unsupported, naming the call (not as a malformed program).
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices("oxla")), ("x",))
+        x = jax.device_put(np.arange(8.0, dtype=np.float32), NamedSharding(mesh, P("x")))
+        def f(v):
+            jax.debug.inspect_array_sharding(v, callback=print)
+            return v * 2
+        try:
+            jax.jit(f)(x)
+        except Exception as err:
+            print("ERROR", str(err).splitlines()[0])
+        """,
+        env=ENV,
+    )
+    line = [l for l in result.stdout.splitlines() if l.startswith("ERROR")]
+    assert line, result.stdout
+    assert "UNIMPLEMENTED" in line[0] and "InspectSharding" in line[0], line[0]

@@ -183,6 +183,9 @@ impl<'a> Sections<'a> {
     }
 }
 
+/// What a string of the string section that is not UTF-8 reads as.
+pub(crate) const NOT_UTF8: &str = "<bytes that are not UTF-8>";
+
 /// Parses the string section: a count, the sizes in reverse order, then the data.
 fn parse_strings(mut section: Cursor<'_>) -> Result<Vec<&str>> {
     let all = {
@@ -212,8 +215,11 @@ fn parse_strings(mut section: Cursor<'_>) -> Result<Vec<&str>> {
             if all[stop] != 0 {
                 return Err(error(base + stop, "string is not null-terminated"));
             }
-            std::str::from_utf8(&all[start..stop])
-                .map_err(|_| error(base + start, "string is not UTF-8"))
+            // MLIR strings are bytes: a string attribute may hold binary data (JAX's
+            // `InspectSharding` call keeps a callback handle in its backend config). Such a
+            // string reads as a marker; nothing oxla runs takes binary strings, so an op
+            // holding one is reported as unsupported rather than the program as malformed.
+            Ok(std::str::from_utf8(&all[start..stop]).unwrap_or(NOT_UTF8))
         })
         .collect()
 }
