@@ -188,3 +188,28 @@ def test_shardings_jax_reads_back_from_the_executable():
     assert report["sharded"] and report["in"]
     assert report["shards"] == [2, 2, 2, 2]
     np.testing.assert_array_equal(report["twice"], np.full((4, 3), 4.0))
+
+
+def test_programs_without_results_over_several_devices():
+    # A pmapped or sharded function that returns nothing (only prints) still compiles: jaxlib
+    # reads one output sharding for its empty result tuple.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        @jax.pmap
+        def f(x):
+            jax.debug.print("row {}", x, ordered=False)
+
+        f(jnp.arange(4))
+        jax.effects_barrier()
+        mesh = Mesh(np.array(jax.devices("oxla")), ("x",))
+        x = jax.device_put(np.arange(8), NamedSharding(mesh, P("x")))
+        print("outputs", jax.jit(lambda v: None)(x), jax.jit(lambda v: ())(x))
+        """,
+        env=ENV,
+    )
+    lines = result.stdout.splitlines()
+    assert sorted(l for l in lines if l.startswith("row")) == [f"row {i}" for i in range(4)]
+    assert "outputs None ()" in lines, result.stdout

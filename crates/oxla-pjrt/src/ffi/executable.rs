@@ -558,10 +558,21 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
                 ..Default::default()
             }],
             host_program_shape: Some(program_shape.clone()),
-            spmd_output_sharding: (partitions > 1).then(|| xla::OpSharding {
-                r#type: xla::op_sharding::Type::Tuple as i32,
-                tuple_shardings: result_shardings,
-                ..Default::default()
+            // A program without results has one output sharding, a replicated one, for its
+            // empty tuple (jaxlib requires exactly one there).
+            spmd_output_sharding: (partitions > 1).then(|| {
+                if result_shardings.is_empty() {
+                    xla::OpSharding {
+                        r#type: xla::op_sharding::Type::Replicated as i32,
+                        ..Default::default()
+                    }
+                } else {
+                    xla::OpSharding {
+                        r#type: xla::op_sharding::Type::Tuple as i32,
+                        tuple_shardings: result_shardings,
+                        ..Default::default()
+                    }
+                }
             }),
             spmd_parameters_shardings: param_shardings,
             ..Default::default()
