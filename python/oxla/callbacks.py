@@ -68,6 +68,15 @@ def _nbytes(shape, dtype):
     return int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
 
 
+def _canonicalize(value):
+    """``value`` with JAX's canonical dtype (64-bit types narrowed without x64)."""
+    try:
+        from jax._src import dtypes
+    except ImportError:
+        return value
+    return dtypes.canonicalize_value(value)
+
+
 def _run(index, num_args, args, num_results, results):
     entry = _registry[index]
     if num_args != len(entry.arg_avals) or num_results != len(entry.result_avals):
@@ -89,7 +98,9 @@ def _run(index, num_args, args, num_results, results):
             f"Expected: {len(entry.result_avals)}, Actual: {len(outs)}"
         )
     for i, (out, (shape, dtype)) in enumerate(zip(outs, entry.result_avals)):
-        out = np.asarray(out)
+        # Python literals and 64-bit arrays take JAX's canonical dtype (32-bit without
+        # x64), as JAX's own callback wrapper converts them.
+        out = _canonicalize(np.asarray(out))
         if out.shape != shape:
             raise RuntimeError(
                 f"Incorrect output shape for return value #{i}: "

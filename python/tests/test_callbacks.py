@@ -112,6 +112,30 @@ def test_callback_errors_fail_the_call_and_leave_the_device_usable(oxla_device):
     np.testing.assert_array_equal(on(oxla_device, lambda x: x + 1, np.ones(2)), [2.0, 2.0])
 
 
+def test_callbacks_returning_python_literals_and_wide_arrays(oxla_device, cpu_device):
+    # Literals and 64-bit arrays take JAX's canonical 32-bit dtypes without x64, as on cpu.
+    for value, dtype in ((42.0, np.float32), (42, np.int32), (np.arange(3.0), np.float32)):
+        shape = np.shape(value)
+        for callback in (jax.pure_callback, io_callback):
+            fn = lambda x, value=value, callback=callback, shape=shape, dtype=dtype: callback(
+                lambda _: value, jax.ShapeDtypeStruct(shape, dtype), x
+            )
+            got = on(oxla_device, fn, np.float32(0))
+            want = on(cpu_device, fn, np.float32(0))
+            assert got.dtype == want.dtype == dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_a_failing_pure_callback_fails_the_call(oxla_device):
+    # Raised by the call itself, as on cpu, even though the result is never read.
+    wrong_shape = lambda: jax.pure_callback(
+        lambda: np.float32(1.0), jax.ShapeDtypeStruct((1,), np.float32)
+    )
+    with jax.default_device(oxla_device), pytest.raises(RuntimeError, match="Incorrect output shape"):
+        jax.jit(wrong_shape)()
+    np.testing.assert_array_equal(on(oxla_device, lambda x: x * 3, np.ones(2)), [3.0, 3.0])
+
+
 def test_checkify_checks_under_jit(oxla_device, cpu_device):
     from jax.experimental import checkify
 

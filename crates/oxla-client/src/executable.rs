@@ -753,6 +753,12 @@ impl LoadedExecutable {
                 && arg_slots_ready;
             if inline {
                 job();
+                // A failed inline run fails the call itself, as a synchronous execution on
+                // JAX's cpu backend does: the caller sees a host callback's error even when
+                // it never reads the results.
+                if let Some(Err(err)) = done.status() {
+                    return Err(err);
+                }
             } else if concurrent {
                 spawn_thread(&format!("oxla-device-{device_id}"), job, |job| {
                     device
@@ -1139,7 +1145,11 @@ fn runs_inline(module: &oxla_ir::Module) -> bool {
         let ty = |v: &oxla_ir::ValueId| func.values.get(v.index());
         region.blocks.iter().all(|block| {
             block.ops.iter().all(|op| {
-                if budget.ops == 0 || op.kind == OpKind::CustomCall {
+                // Host callbacks run inline too (their errors then fail the call that ran
+                // them, as on JAX's cpu backend); other custom calls are linear algebra.
+                if budget.ops == 0
+                    || (op.kind == OpKind::CustomCall && !oxla_ir::eval::is_host_call(op))
+                {
                     return false;
                 }
                 budget.ops -= 1;
@@ -1458,7 +1468,9 @@ module {
             outputs[1].to_literal().unwrap().to_f32_vec().unwrap(),
             vec![3.0, 2.0, 1.0]
         );
-        // A handler's error fails the execution with its text.
+        // A handler's error fails the execution with its text: the call itself, since a
+        // small program with ready arguments runs on the calling thread.
+        assert!(exe.executable().inner.inline);
         register_host_call(
             "oxla_test_reverse",
             std::sync::Arc::new(|_: &HostCall<'_>| Err("the host refused".to_string())),
@@ -1467,10 +1479,10 @@ module {
         let arg =
             Buffer::from_literal(device, oxla_ir::Literal::from_f32(&[3], &[0.0; 3]).unwrap())
                 .unwrap();
-        let result = exe
+        let err = exe
             .execute(&[vec![token, arg]], &ExecuteOptions::default())
-            .unwrap();
-        let err = result.completions[0].wait().unwrap_err();
+            .err()
+            .expect("the execution fails");
         assert!(err.message().contains("the host refused"), "{err}");
         unregister_host_call("oxla_test_reverse");
     }

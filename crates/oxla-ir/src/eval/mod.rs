@@ -333,6 +333,12 @@ fn is_dce_sink(op: &Op) -> bool {
 }
 
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
+/// Whether `op` is a custom call to a target registered with [`register_host_call`].
+pub fn is_host_call(op: &Op) -> bool {
+    op.kind == OpKind::CustomCall
+        && call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
+}
+
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines and
 /// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`,
 /// and targets registered with [`register_host_call`]).
