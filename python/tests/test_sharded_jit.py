@@ -156,3 +156,32 @@ def test_inspect_sharding_of_a_partitioned_program_is_unsupported():
     line = [l for l in result.stdout.splitlines() if l.startswith("ERROR")]
     assert line, result.stdout
     assert "UNIMPLEMENTED" in line[0] and "InspectSharding" in line[0], line[0]
+
+
+def test_shard_map_of_a_replicated_operand_inside_a_larger_program():
+    # Each device sees the whole (replicated) operand and returns one element; the results
+    # form a 2x2 array over the mesh. Alone, the shard_map runs per device; inside a program
+    # with other ops it runs on whole values: both must put the shards together.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices("oxla")).reshape(2, 2), ("x", "y"))
+        per_device = shard_map(
+            lambda b: (b.sum() + 10 * jax.lax.axis_index("x") + jax.lax.axis_index("y"))
+            .reshape(1, 1),
+            mesh=mesh, in_specs=P(), out_specs=P("x", "y"),
+        )
+        x = np.arange(16, dtype=np.float32).reshape(4, 4)
+        x = jax.device_put(x, NamedSharding(mesh, P()))
+        alone = np.asarray(jax.jit(per_device)(x))
+        inside = np.asarray(jax.jit(lambda v: per_device(v * 1.0) + jnp.zeros((2, 2)))(x))
+        print("alone", alone.ravel().tolist())
+        print("inside", inside.ravel().tolist())
+        """,
+        env=ENV,
+    )
+    want = [120.0, 121.0, 130.0, 131.0]
+    assert f"alone {want}" in result.stdout, result.stdout
+    assert f"inside {want}" in result.stdout, result.stdout

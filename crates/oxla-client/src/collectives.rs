@@ -361,6 +361,7 @@ pub(crate) fn localize(
     // values that are per-device already (shards inside a manual region, constants).
     let mut root: HashMap<ValueId, ValueId> = HashMap::new();
     let mut local: HashMap<ValueId, TensorType> = HashMap::new();
+    let mut shard_results: Vec<(ValueId, TensorType)> = Vec::new();
     let mut per_device: HashSet<ValueId> = HashSet::new();
     let find = |root: &HashMap<ValueId, ValueId>, v: ValueId| root.get(&v).copied().unwrap_or(v);
     let set_local =
@@ -448,7 +449,8 @@ pub(crate) fn localize(
                                 "manual computation result {j} has no body value"
                             ))
                         })?;
-                    local.insert(result, ty);
+                    local.insert(result, ty.clone());
+                    shard_results.push((result, ty));
                 }
             }
             OpKind::FuncReturn | OpKind::Return => {
@@ -496,6 +498,14 @@ pub(crate) fn localize(
     if let Some(func) = module.functions.iter_mut().find(|f| f.name == entry.name) {
         func.ty.inputs = inputs.iter().cloned().map(Type::Tensor).collect();
         func.ty.results = outputs.iter().cloned().map(Type::Tensor).collect();
+        // Each device's manual computations yield its shards: their results take the shard
+        // types, which tells the evaluator the region runs per device (whole values would
+        // be put together from every device's shards).
+        for (value, ty) in shard_results {
+            if let Some(slot) = func.values.get_mut(value.index()) {
+                *slot = Type::Tensor(ty);
+            }
+        }
     }
     Ok(Some(Localized {
         module,

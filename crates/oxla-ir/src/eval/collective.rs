@@ -689,6 +689,17 @@ impl<'m> Interp<'m> {
             }
             args.push(value);
         }
+        // Operands replicated over the manual axes are the same whole or per device; then a
+        // result the body returns in shards (its type differs from the op's) tells.
+        if let Some(ret) = block.ops.last() {
+            for (j, &v) in ret.operands.iter().enumerate() {
+                if let (Some(crate::Type::Tensor(shard)), Ok(ty)) =
+                    (frame.func.values.get(v.index()), cx.result_tensor(j))
+                {
+                    whole |= shard.is_static() && shard != ty;
+                }
+            }
+        }
         if !whole {
             return self.exec_region(frame, body, args);
         }

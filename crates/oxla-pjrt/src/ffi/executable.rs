@@ -371,10 +371,10 @@ fn shape_proto(ty: &oxla_client::TensorType) -> Option<xla::ShapeProto> {
 }
 
 /// The sharding of a value that is `global` as a whole and `local` on each of `partitions`
-/// devices: replicated when they are equal, tiled when exactly one dimension is split over
-/// every device (partition `p` holding tile `p`, as `jax.pmap` and a one-axis `shard_map`
-/// lay them out). `None` for anything else, where the tile order cannot be told from the
-/// shapes alone.
+/// devices: replicated when they are equal, tiled when the split dimensions make one tile per
+/// device (partition `p` holding tile `p` in row-major order, as `jax.pmap` and a
+/// `shard_map` over all mesh axes lay them out). `None` for anything else, where which
+/// partitions share a tile cannot be told from the shapes alone.
 fn sharding_proto(
     global: &oxla_client::TensorType,
     local: &oxla_client::TensorType,
@@ -399,8 +399,10 @@ fn sharding_proto(
             return None;
         }
     }
-    let split: Vec<&i64> = tiles.iter().filter(|&&t| t != 1).collect();
-    if split.len() != 1 || *split[0] != partitions as i64 {
+    // Every partition holds its own shard, in row-major order over the split dimensions
+    // (a `shard_map` over all mesh axes, its mesh in device order). Fewer shards than
+    // partitions do not say which partitions share one.
+    if tiles.iter().product::<i64>() != partitions as i64 {
         return None;
     }
     Some(xla::OpSharding {
