@@ -332,13 +332,13 @@ fn is_dce_sink(op: &Op) -> bool {
     call_target(op) == Some("dce_sink") && op.results.is_empty()
 }
 
-/// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// Whether `op` is a custom call to a target registered with [`register_host_call`].
 pub fn is_host_call(op: &Op) -> bool {
     op.kind == OpKind::CustomCall
         && call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
 }
 
+/// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines and
 /// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`,
 /// and targets registered with [`register_host_call`]).
@@ -349,7 +349,7 @@ pub fn is_supported_op(op: &Op) -> bool {
                 || tridiagonal::supports(op)
                 || is_dce_sink(op)
                 || sharding_call_target(op).is_some()
-                || call_target(op).is_some_and(|t| host::host_call_handler(t).is_some())
+                || is_host_call(op)
         }
         ref kind => is_supported(kind),
     }

@@ -37,8 +37,7 @@ pub fn lower_approx_top_k(module: &mut Module) -> Result<usize, IrError> {
 }
 
 fn is_approx_top_k(op: &Op) -> bool {
-    op.kind == OpKind::CustomCall
-        && matches!(op.attr("call_target_name"), Some(Attribute::String(t)) if t == APPROX_TOP_K)
+    op.kind == OpKind::CustomCall && crate::eval::call_target(op) == Some(APPROX_TOP_K)
 }
 
 fn rewrite_region(
