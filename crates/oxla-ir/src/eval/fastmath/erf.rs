@@ -1,11 +1,14 @@
-//! The error function and its inverse for f32 tensors, in the same style as the rest of
-//! [`super`]: the argument widened to f64, polynomials with fused multiply-adds, special
-//! cases by selects, one rounding back to f32.
+//! The error function and its inverse for f32 tensors.
 //!
-//! `erf(x)` is `x P(2x^2 - 1)` for `|x| < 1`, else `1 - e^(-x^2) Q(x)`, where `P` and `Q` are
+//! `erf` stays in f32 with fused multiply-adds, like [`super::exp`] (twice the lanes of the
+//! f64 functions): two polynomials fitted for it (to the relative or weighted errors given
+//! at their constants) and one exponential, measured within 1.1 ulp (the test asserts 1.5).
+//!
+//! `erf_inv` widens its argument to f64 like the rest of [`super`]. Its Halley steps use an
+//! f64 `erf`: `x P(2x^2 - 1)` for `x < 1`, else `1 - e^(-x^2) Q(x)`, where `P` and `Q` are
 //! Chebyshev interpolants (written out in powers of their variable) of `erf(x) / x` on
 //! [0, 1] and of the scaled complement `e^(x^2) erfc(x)` on [1, 4]; their relative errors
-//! are below 1e-12 and 4e-11. Past 4, `erf` rounds to 1 in f32.
+//! are below 1e-12 and 4e-11.
 //!
 //! `erf_inv(y)` (what `jax.random.normal` spends its time in) starts from Winitzki's closed
 //! form (relative error below 2e-3) and takes two Halley steps on `erf(x) = |y|`; for
@@ -75,15 +78,59 @@ fn erfc_one_to_four(x: f64) -> f64 {
     scale.mul_add(q, scale) * horner(&SCALED_ERFC, s)
 }
 
-/// `erf(x)`.
+/// `erf(x) / x - 1` for `x^2 = t` in [0, 1], in powers of `t` (relative error of
+/// `erf(x) / x` below 1.3e-9).
+const ERF_OVER_X_MINUS_ONE: [f32; 7] = [
+    0.128_379_17,
+    -0.376_126_26,
+    0.112_835_854,
+    -0.026_853_811,
+    0.005_188_327_7,
+    -0.000_801_019_3,
+    7.853_86e-5,
+];
+
+/// `x^2 + ln erfc(x)` for `x` in [1, [`ERF_ONE_FROM`]], in powers of `x - 2` (error below
+/// 1.4e-10 where `erfc(x)` is 0.157, growing as `erfc` falls so that its share of `erf`
+/// stays below 2.2e-11).
+const LOG_SCALED_ERFC: [f32; 8] = [
+    -1.364_941_2,
+    -0.418_160_8,
+    0.076_249_026,
+    -0.016_465_815,
+    0.003_570_502_6,
+    -0.000_730_220_75,
+    0.000_137_720_58,
+    -2.168_679_4e-5,
+];
+
+/// From here on `erf` rounds to 1 in f32 (it does from 3.83).
+const ERF_ONE_FROM: f32 = 3.92;
+
+/// `c[0] + c[1] s + c[2] s^2 + ...` in f32 fused multiply-adds.
+#[inline(always)]
+fn horner32<const N: usize>(c: &[f32; N], s: f32) -> f32 {
+    let mut p = c[N - 1];
+    for &k in c[..N - 1].iter().rev() {
+        p = p.mul_add(s, k);
+    }
+    p
+}
+
+/// `erf(x)`, in f32 arithmetic (twice the lanes of the f64 functions; within 1.5 ulp):
+/// below 1, `x + x q(x^2)` with `q` the polynomial above, whose rounding errors are small
+/// beside `x`; from 1, `1 - e^(g(x) - x^2)` with `g(x) = x^2 + ln erfc(x)`, where the
+/// exponential's errors, relative to `erfc(x) <= 0.157`, stay small beside 1.
 #[inline(always)]
 pub(crate) fn erf(x: f32) -> f32 {
-    // NaN stays NaN through the clamps and the second branch.
-    let a = clamp((x as f64).abs(), 0.0, 4.0);
-    let below = erf_below_one(clamp(a, 0.0, 1.0));
-    let above = 1.0 - erfc_one_to_four(clamp(a, 1.0, 4.0));
+    // NaN stays NaN through the clamp, both branches and the sign.
+    let a = x.abs();
+    let a = if a > ERF_ONE_FROM { ERF_ONE_FROM } else { a };
+    let t = a * a;
+    let below = a.mul_add(horner32(&ERF_OVER_X_MINUS_ONE, t), a);
+    let above = 1.0 - super::exp(horner32(&LOG_SCALED_ERFC, a - 2.0) - t);
     let r = if a < 1.0 { below } else { above };
-    (r as f32).copysign(x)
+    r.copysign(x)
 }
 
 /// `erf(x) - a` for `x >= 0` and `a` in [0, 1), accurate relative to `1 - a` as well when
@@ -132,8 +179,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn erf_within_one_ulp() {
-        check("erf", erf, libm::erf, 1.0);
+    fn erf_within_one_and_a_half_ulp() {
+        check("erf", erf, libm::erf, 1.5);
     }
 
     #[test]
