@@ -69,6 +69,7 @@ def cases(jax, jnp):
         ),
         "erf": (jax.scipy.special.erf, [x]),
         "gelu": (jax.nn.gelu, [x]),
+        "silu": (jax.nn.silu, [x]),
         "power": (lambda a: a**1.7, [positive]),
         "clip": (lambda a: jnp.clip(a, -0.5, 0.5), [x]),
         "norm_rows": (lambda a: jnp.linalg.norm(a, axis=1), [m]),

@@ -69,15 +69,19 @@ pub enum Inst {
     /// rounding error, and the scale `2^k` applied as two halves. Every step is an exactly
     /// rounded operation, so the generated sequence gives the same bits.
     Exp(u8),
-    /// `tanh(x)` by the evaluator's algorithm (`fastmath::tanh` in `oxla-ir`): in f64,
-    /// `e = expm1(2 min(|x|, 10))` from a reduction by ln 2 and a degree-8 polynomial, then
-    /// `e / (e + 2)` rounded to f32 with the sign of `x`.
+    /// `tanh(x)` by the evaluator's algorithm (`fastmath::tanh` in `oxla-ir`), in f32:
+    /// with `a = min(|x|, 10)`, below [`TANH_SERIES_BELOW`] `a + a^3 P(a^2)` (`P` is
+    /// [`TANH_SERIES`] by Horner's rule in fused multiply-adds, `a^3` rounded once, the last
+    /// step fused), else `1 - 2 / (e + 1)` with `e` = [`Inst::Exp`] of `2a`; then the sign
+    /// of `x`.
     Tanh(u8),
-    /// `1 / (1 + e^-x)` by the evaluator's algorithm (`fastmath::logistic`): in f64, with
-    /// `-x` clamped to `[-200, 200]` and the same `e^y` parts as [`Inst::Tanh`].
+    /// `1 / (1 + e^-x)` by the evaluator's algorithm (`fastmath::logistic`), in f32: with
+    /// `e` = [`Inst::Exp`] of `-|x|`, `1 / (1 + e)` where `x >= 0` and `e / (1 + e)` where
+    /// `x < 0`.
     Logistic(u8),
     /// `e^x - 1` by the evaluator's algorithm (`fastmath::exp_m1`): in f64, `x` clamped to
-    /// `[-110, 90]`, the same parts `s = 2^k` and `q = expm1(r)` as [`Inst::Tanh`], then
+    /// `[-110, 90]`, `x = k ln 2 + r` with `s = 2^k` and `q = expm1(r)` (a reduction by
+    /// ln 2 and a degree-8 polynomial), then
     /// `s q + (s - 1)` rounded to f32 with the sign of `x`.
     Expm1(u8),
     /// `ln(x)` by the evaluator's algorithm (`fastmath::ln`): in f64, `x = 2^e m` with `m`
@@ -497,6 +501,21 @@ impl std::fmt::Debug for LoopCode {
 
 /// Elements per chunk of generated code (one 512-bit vector of f32).
 pub const CHUNK: usize = 16;
+
+/// Where [`Inst::Tanh`] (and the evaluator's `tanh`) changes from its series to its
+/// exponential: from here `1 - 2 / (e^(2a) + 1)` is within an ulp.
+pub const TANH_SERIES_BELOW: f32 = 0.85;
+
+/// `(tanh(a) / a - 1) / a^2` on `[0, TANH_SERIES_BELOW]` as a polynomial in `a^2` (fitted
+/// to a weighted error below 8e-9 relative to `tanh(a)`), constant term first.
+pub const TANH_SERIES: [f32; 6] = [
+    -0.333_332_66,
+    0.133_314_79,
+    -0.053_796_463,
+    0.021_121_09,
+    -0.007_142_826,
+    0.001_440_178_8,
+];
 
 impl LoopCode {
     /// Compiles `body`; `None` when this machine has no code generator, the body needs more

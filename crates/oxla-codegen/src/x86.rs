@@ -68,10 +68,19 @@ enum K {
     AllOnes,
     TwoPow31,
     IntOne,
+    Two,
+    Ten,
+    TanhBelow,
+    Tanh0,
+    Tanh1,
+    Tanh2,
+    Tanh3,
+    Tanh4,
+    Tanh5,
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 24] = [
+const POOL: [u32; 32] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -95,8 +104,15 @@ const POOL: [u32; 24] = [
     u32::MAX,
     2_147_483_648.0f32.to_bits(),
     1,
-    // Padding: `POOL64` follows 8-byte aligned.
-    0,
+    2.0f32.to_bits(),
+    10.0f32.to_bits(),
+    super::TANH_SERIES_BELOW.to_bits(),
+    super::TANH_SERIES[0].to_bits(),
+    super::TANH_SERIES[1].to_bits(),
+    super::TANH_SERIES[2].to_bits(),
+    super::TANH_SERIES[3].to_bits(),
+    super::TANH_SERIES[4].to_bits(),
+    super::TANH_SERIES[5].to_bits(),
 ];
 // `POOL64` follows 8-byte aligned.
 const _: () = assert!(POOL.len().is_multiple_of(2));
@@ -342,9 +358,9 @@ fn body(
                 a.vdivps(d, s1, s0)?;
             }
             Inst::Exp(x) => exp(a, lanes, d, z(x))?,
-            Inst::Tanh(x) => wide(a, lanes, d, z(x), Wide::Tanh)?,
-            Inst::Logistic(x) => wide(a, lanes, d, z(x), Wide::Logistic)?,
-            Inst::Expm1(x) => wide(a, lanes, d, z(x), Wide::Expm1)?,
+            Inst::Tanh(x) => tanh(a, lanes, d, z(x))?,
+            Inst::Logistic(x) => logistic(a, lanes, d, z(x))?,
+            Inst::Expm1(x) => expm1(a, lanes, d, z(x))?,
             Inst::Log(x) => log(a, lanes, d, z(x), false)?,
             Inst::Log1p(x) => log(a, lanes, d, z(x), true)?,
             Inst::Sin(x) => trig(a, lanes, d, z(x), false, masked)?,
@@ -675,18 +691,13 @@ fn under_k(r: AsmRegisterK, m: AsmRegisterK) -> AsmRegisterK {
 /// f64 constants, placed after [`POOL`] (so at `r15 + 4 * POOL.len()`).
 #[derive(Clone, Copy)]
 enum K64 {
-    Magnitude,
     Sign,
     Zero,
-    Ten,
-    Two,
     Round,
     Log2E,
     Ln2Hi,
     Ln2Lo,
     Bias,
-    LogisticLow,
-    LogisticHigh,
     /// The Taylor coefficients of `expm1`, `1/1!` to `1/8!`.
     C0,
     C1,
@@ -738,19 +749,14 @@ enum K64 {
 }
 
 /// The bits of each [`K64`], in its order.
-const POOL64: [u64; 52] = [
-    0x7fff_ffff_ffff_ffff,
+const POOL64: [u64; 47] = [
     0x8000_0000_0000_0000,
     0,
-    10.0f64.to_bits(),
-    2.0f64.to_bits(),
     6755399441055744.0f64.to_bits(),
     std::f64::consts::LOG2_E.to_bits(),
     0.6931471803691238f64.to_bits(),
     1.9082149292705877e-10f64.to_bits(),
     1023,
-    (-200.0f64).to_bits(),
-    200.0f64.to_bits(),
     1.0f64.to_bits(),
     (1.0f64 / 2.0).to_bits(),
     (1.0f64 / 6.0).to_bits(),
@@ -815,25 +821,14 @@ fn low_half(z: AsmRegisterZmm) -> AsmRegisterYmm {
     YMM[index]
 }
 
-/// The functions [`wide`] computes from the parts of `e^y`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Wide {
-    Tanh,
-    Logistic,
-    Expm1,
-}
-
-/// `d = tanh(x)`, `logistic(x)` or `expm1(x)`, as `Inst::Tanh`, `Inst::Logistic` and
-/// `Inst::Expm1` describe: each half of the chunk widened to eight f64 lanes, computed, and
-/// narrowed back. Reads `x` before writing `d`.
-fn wide(
+/// `d = expm1(x)` as `Inst::Expm1` describes: each half of the chunk widened to eight f64
+/// lanes, computed, and narrowed back. Reads `x` before writing `d`.
+fn expm1(
     a: &mut CodeAssembler,
     lanes: Lanes,
     d: AsmRegisterZmm,
     x: AsmRegisterZmm,
-    f: Wide,
 ) -> Result<(), IcedError> {
-    let tanh = f == Wide::Tanh;
     let [xs, out, y, s, q, t, e, high] = lanes.scratch;
     a.vmovaps(xs, x)?;
     for half in 0..2 {
@@ -844,26 +839,10 @@ fn wide(
             a.vcvtps2pd(y, low_half(high))?;
         }
         // The argument of `exp_parts`, clamped with the bound first so NaN stays.
-        if tanh {
-            a.vpandq(y, y, constant64(K64::Magnitude))?;
-            splat64(a, t, K64::Zero)?;
-            a.vmaxpd(y, t, y)?;
-            splat64(a, t, K64::Ten)?;
-            a.vminpd(y, t, y)?;
-            a.vaddpd(y, y, y)?;
-        } else {
-            let (low, high) = match f {
-                Wide::Logistic => {
-                    a.vpxorq(y, y, constant64(K64::Sign))?;
-                    (K64::LogisticLow, K64::LogisticHigh)
-                }
-                _ => (K64::Expm1Low, K64::Expm1High),
-            };
-            splat64(a, t, low)?;
-            a.vmaxpd(y, t, y)?;
-            splat64(a, t, high)?;
-            a.vminpd(y, t, y)?;
-        }
+        splat64(a, t, K64::Expm1Low)?;
+        a.vmaxpd(y, t, y)?;
+        splat64(a, t, K64::Expm1High)?;
+        a.vminpd(y, t, y)?;
         // k = round(y log2 e) by adding and subtracting 1.5 * 2^52; s = 2^k.
         a.vmulpd(s, y, constant64(K64::Log2E))?;
         a.vaddpd(s, s, constant64(K64::Round))?;
@@ -891,23 +870,10 @@ fn wide(
             a.vfmadd213pd(q, y, constant64(c))?;
         }
         a.vmulpd(q, q, y)?;
-        if f != Wide::Logistic {
-            // e = s q + (s - 1), then tanh's e / (e + 2).
-            a.vmulpd(t, s, q)?;
-            a.vsubpd(e, s, constant64(K64::C0))?;
-            a.vaddpd(e, t, e)?;
-            if tanh {
-                a.vaddpd(t, e, constant64(K64::Two))?;
-                a.vdivpd(e, e, t)?;
-            }
-        } else {
-            // 1 / (1 + (s q + s)).
-            a.vmulpd(t, s, q)?;
-            a.vaddpd(t, t, s)?;
-            a.vaddpd(t, t, constant64(K64::C0))?;
-            splat64(a, e, K64::C0)?;
-            a.vdivpd(e, e, t)?;
-        }
+        // e = s q + (s - 1).
+        a.vmulpd(t, s, q)?;
+        a.vsubpd(e, s, constant64(K64::C0))?;
+        a.vaddpd(e, t, e)?;
         if half == 0 {
             a.vcvtpd2ps(low_half(out), e)?;
         } else {
@@ -915,14 +881,10 @@ fn wide(
             a.vinserti64x4(out, out, low_half(high), 1)?;
         }
     }
-    if f != Wide::Logistic {
-        // The sign of x.
-        a.vpandd(out, out, constant(K::Magnitude))?;
-        a.vpandd(t, xs, constant(K::Sign))?;
-        a.vpord(d, out, t)
-    } else {
-        a.vmovaps(d, out)
-    }
+    // The sign of x.
+    a.vpandd(out, out, constant(K::Magnitude))?;
+    a.vpandd(t, xs, constant(K::Sign))?;
+    a.vpord(d, out, t)
 }
 
 /// `d = ln(x)` (or `ln(1 + x)` when `plus_one`), step for step as `Inst::Log` and
@@ -1195,6 +1157,65 @@ fn extremum_of(
     a.vptestmd(m2, x, constant(K::Exponent))?;
     a.vmovaps(under_z(s, m2), x)?;
     a.vblendmps(under_z(d, m1), c, s)
+}
+
+/// `d = tanh(x)` as `Inst::Tanh` describes. Reads `x` before writing `d`; the sign of `x`
+/// waits in mask 1, `a = min(|x|, 10)` in the scratch register [`exp`] leaves alone.
+fn tanh(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+) -> Result<(), IcedError> {
+    let [t, p, series, c, _, _, _, abs] = lanes.scratch;
+    let [below, negative] = lanes.masks;
+    a.vptestmd(negative, x, constant(K::Sign))?;
+    // With the bound first, `vminps` keeps a NaN.
+    a.vpandd(abs, x, constant(K::Magnitude))?;
+    splat(a, c, K::Ten)?;
+    a.vminps(abs, c, abs)?;
+    // The series: a + (a * t) P(t), t = a * a.
+    a.vmulps(t, abs, abs)?;
+    splat(a, series, K::Tanh5)?;
+    for k in [K::Tanh4, K::Tanh3, K::Tanh2, K::Tanh1, K::Tanh0] {
+        a.vfmadd213ps(series, t, constant(k))?;
+    }
+    a.vmulps(p, abs, t)?;
+    a.vfmadd213ps(series, p, abs)?;
+    a.vcmpps(below, abs, constant(K::TanhBelow), LT_OQ)?;
+    // `series` waits in `d` (`x` is read) while `exp` uses the other scratch registers.
+    a.vmovaps(d, series)?;
+    // Far: 1 - 2 / (e^(2a) + 1).
+    a.vaddps(t, abs, abs)?;
+    exp(a, lanes, t, t)?;
+    let [_, c, e, _, _, _, _, _] = lanes.scratch;
+    a.vaddps(e, t, constant(K::One))?;
+    splat(a, c, K::Two)?;
+    a.vdivps(e, c, e)?;
+    splat(a, c, K::One)?;
+    a.vsubps(e, c, e)?;
+    a.vmovaps(under_z(e, below), d)?;
+    // The sign of x.
+    a.vpxord(under_z(e, negative), e, constant(K::Sign))?;
+    a.vmovaps(d, e)
+}
+
+/// `d = logistic(x)` as `Inst::Logistic` describes; reads `x` before writing `d`.
+fn logistic(
+    a: &mut CodeAssembler,
+    lanes: Lanes,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+) -> Result<(), IcedError> {
+    let [e, sum, above, _, _, _, _, _] = lanes.scratch;
+    let negative = lanes.masks[0];
+    a.vcmpps(negative, x, constant(K::Zero), LT_OQ)?;
+    a.vpord(e, x, constant(K::Sign))?;
+    exp(a, lanes, e, e)?;
+    a.vaddps(sum, e, constant(K::One))?;
+    splat(a, above, K::One)?;
+    a.vmovaps(under_z(above, negative), e)?;
+    a.vdivps(d, above, sum)
 }
 
 /// `d = e^x`, step for step as `Inst::Exp` describes; reads `x` before writing `d`.
