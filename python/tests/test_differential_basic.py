@@ -596,3 +596,21 @@ def test_vmap_and_grad():
     check(jax.vmap(f, in_axes=(None, 0)), w, xs)
     check(jax.grad(f), w, xs)
     check(jax.jacfwd(lambda v: jnp.sin(v) * v), rand((3,), np.float32))
+
+
+@pytest.mark.parametrize("shape", [(2048, 160), (4096, 64), (640, 1000), (70, 4000)])
+def test_large_column_folds(shape):
+    """Folds over the leading axis of matrices large enough to be split over the threads
+    (by blocks of rows, or by columns when there are few rows): sums, products of values
+    near 1, max and min (with a column of negative zeros), integer sums and xors."""
+    rng = np.random.default_rng(sum(shape))
+    m = rng.standard_normal(shape).astype(np.float32)
+    m[:, 5] = -0.0
+    near_one = (1.0 + rng.standard_normal(shape) * 1e-3).astype(np.float32)
+    ints = rng.integers(-1000, 1000, shape).astype(np.int32)
+    # Sums of a few thousand values of size 1 that cancel: the summation orders differ.
+    check(lambda a: jnp.sum(a, axis=0), m, atol=2e-4)
+    check(lambda a: jnp.mean(a, axis=0), m, atol=1e-6)
+    check(lambda a: jnp.prod(a, axis=0), near_one)
+    check(lambda a: (jnp.max(a, axis=0), jnp.min(a, axis=0)), m)
+    check(lambda a: (jnp.sum(a, axis=0), jnp.max(a, axis=0), jnp.min(a, axis=0)), ints)

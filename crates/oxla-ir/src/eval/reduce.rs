@@ -353,12 +353,11 @@ fn fold_block<T: Copy + Send + Sync>(
         return;
     }
     let outer = out.len() / inner;
-    let threads = if x.len() >= PARALLEL_ELEMENTS {
-        threads::count()
-    } else {
-        1
-    };
-    if threads > 1 && outer >= threads {
+    let large = x.len() >= PARALLEL_ELEMENTS;
+    let threads = if large { threads::count() } else { 1 };
+    if large && outer == 1 && inner > 1 && reduced >= 8 * ROW_BLOCKS {
+        fold_row_blocks(x, out, init, inner, f);
+    } else if threads > 1 && outer >= threads {
         let per = outer.div_ceil(threads);
         let parts = x
             .chunks(per * reduced * inner)
@@ -382,6 +381,55 @@ fn fold_block<T: Copy + Send + Sync>(
             #[inline(always)]
             || fold_rows(x, out, init, (reduced, inner), f, row),
         );
+    }
+}
+
+/// How many contiguous blocks of rows [`fold_row_blocks`] folds apart.
+const ROW_BLOCKS: usize = 8;
+
+/// [`fold_block`] of one large `[reduced, inner]` array: [`ROW_BLOCKS`] contiguous blocks of
+/// rows folded apart (over the threads; the first from `init`, the others from their first
+/// row, so `init` is folded in once), then their results folded in block order. Each thread
+/// streams through whole blocks of memory, where splitting the columns would give each a
+/// part of every row; the fold order depends on the shape alone.
+fn fold_row_blocks<T: Copy + Send + Sync>(
+    x: &[T],
+    out: &mut [T],
+    init: T,
+    inner: usize,
+    f: impl Fn(T, T) -> T + Copy + Send + Sync,
+) {
+    let reduced = x.len() / inner;
+    let per = reduced.div_ceil(ROW_BLOCKS);
+    let mut partial = vec![init; reduced.div_ceil(per) * inner];
+    let parts = x.chunks(per * inner).zip(partial.chunks_mut(inner));
+    threads::for_each(parts.enumerate(), |(k, (xs, acc))| {
+        let rows = if k == 0 {
+            xs
+        } else {
+            acc.copy_from_slice(&xs[..inner]);
+            &xs[inner..]
+        };
+        oxla_simd::vectorized(
+            #[inline(always)]
+            || fold_into(acc, rows, f),
+        )
+    });
+    let (first, rest) = partial.split_at(inner);
+    out.copy_from_slice(first);
+    oxla_simd::vectorized(
+        #[inline(always)]
+        || fold_into(out, rest, f),
+    );
+}
+
+/// `acc[i] = f(acc[i], row[i])` for each row of `rows` (rows as long as `acc`) in order.
+#[inline(always)]
+fn fold_into<T: Copy>(acc: &mut [T], rows: &[T], f: impl Fn(T, T) -> T + Copy) {
+    for row in rows.chunks_exact(acc.len()) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = f(*a, v);
+        }
     }
 }
 
