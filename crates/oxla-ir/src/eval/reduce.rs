@@ -340,7 +340,9 @@ const PARALLEL_ELEMENTS: usize = 1 << 18;
 /// widest vectors the CPU has and, for large inputs, on several threads (split by `o`, or
 /// by `i` when there is one `o`), folding with `f`, or with `row` each contiguous row when
 /// the reduced elements are adjacent (`inner == 1`). Each output element's fold order is
-/// the same however the work is split.
+/// the same however the work is split: it depends on `(reduced, inner)` alone (a large
+/// `[reduced, inner]` block folds by blocks of rows, [`fold_row_blocks`], whatever `outer`
+/// is), so a fold of some of the `o` gives the bits of a fold of all of them.
 fn fold_block<T: Copy + Send + Sync>(
     x: &[T],
     out: &mut [T],
@@ -352,12 +354,22 @@ fn fold_block<T: Copy + Send + Sync>(
     if inner == 0 || out.is_empty() {
         return;
     }
+    if inner > 1 && reduced >= 8 * ROW_BLOCKS && reduced * inner >= PARALLEL_ELEMENTS {
+        let blocks = x
+            .chunks_exact(reduced * inner)
+            .zip(out.chunks_exact_mut(inner));
+        for (xs, os) in blocks {
+            fold_row_blocks(xs, os, init, inner, f);
+        }
+        return;
+    }
     let outer = out.len() / inner;
-    let large = x.len() >= PARALLEL_ELEMENTS;
-    let threads = if large { threads::count() } else { 1 };
-    if large && outer == 1 && inner > 1 && reduced >= 8 * ROW_BLOCKS {
-        fold_row_blocks(x, out, init, inner, f);
-    } else if threads > 1 && outer >= threads {
+    let threads = if x.len() >= PARALLEL_ELEMENTS {
+        threads::count()
+    } else {
+        1
+    };
+    if threads > 1 && outer >= threads {
         let per = outer.div_ceil(threads);
         let parts = x
             .chunks(per * reduced * inner)
@@ -470,11 +482,7 @@ fn fold_rows<T: Copy>(
             continue;
         }
         acc.fill(init);
-        for row in block.chunks_exact(inner) {
-            for (a, &v) in acc.iter_mut().zip(row) {
-                *a = f(*a, v);
-            }
-        }
+        fold_into(acc, block, f);
     }
 }
 
@@ -501,7 +509,8 @@ fn fast_min<F: Float>(a: F, b: F) -> F {
 }
 
 /// A max/min [`fold_block`] with the cheap `fast` fold, then the zero outputs (whose sign
-/// `fast` may get wrong) folded again with `exact` in the order [`fold_block`] uses. Every
+/// `fast` may get wrong) folded again with `exact` in row order (a max or min has the same
+/// value in any order). Every
 /// output therefore has the value of the `exact` fold, signed zeros included; a NaN output
 /// is NaN in both, with an unspecified payload (the compiler may lower either select to a
 /// vector max instruction, which keeps a different NaN).
@@ -1355,6 +1364,29 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// A float fold of several outer blocks gives each block the bits of that block folded
+    /// alone (as row groups fold a slab of rows at a time), also for blocks large enough to
+    /// fold by blocks of rows.
+    #[test]
+    fn float_folds_of_some_outer_blocks_match_the_whole_fold() {
+        let (reduced, inner) = (2048, 160);
+        let block = reduced * inner;
+        let x: Vec<f32> = (0..3 * block)
+            .map(|k| ((k as f32) * 0.618_034).sin() * (1.0 + (k % 7) as f32))
+            .collect();
+        for kind in [OpKind::Add, OpKind::Multiply, OpKind::Maximum] {
+            let mut whole = vec![0.0f32; 3 * inner];
+            fold_float_block(&kind, &x, &mut whole, 0.5, (reduced, inner));
+            for (o, want) in whole.chunks_exact(inner).enumerate() {
+                let mut alone = vec![0.0f32; inner];
+                let xs = &x[o * block..(o + 1) * block];
+                fold_float_block(&kind, xs, &mut alone, 0.5, (reduced, inner));
+                let bits = |v: &[f32]| v.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&alone), bits(want), "{kind:?}, block {o}");
             }
         }
     }

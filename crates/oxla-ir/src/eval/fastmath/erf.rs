@@ -15,7 +15,7 @@
 //! `x >= 1` the step measures the residual as `(1 - |y|) - erfc(x)`, which keeps its
 //! relative accuracy as `|y|` nears 1.
 
-use super::{clamp, exp_parts, ln_positive};
+use super::{clamp, exp_parts, horner32, ln_positive};
 
 /// `erf(sqrt t) / sqrt t` for `t` in [0, 1], in powers of `s = 2t - 1`.
 const ERF_OVER_X: [f64; 9] = [
@@ -106,16 +106,6 @@ const LOG_SCALED_ERFC: [f32; 8] = [
 
 /// From here on `erf` rounds to 1 in f32 (it does from 3.83).
 const ERF_ONE_FROM: f32 = 3.92;
-
-/// `c[0] + c[1] s + c[2] s^2 + ...` in f32 fused multiply-adds.
-#[inline(always)]
-fn horner32<const N: usize>(c: &[f32; N], s: f32) -> f32 {
-    let mut p = c[N - 1];
-    for &k in c[..N - 1].iter().rev() {
-        p = p.mul_add(s, k);
-    }
-    p
-}
 
 /// `erf(x)`, in f32 arithmetic (twice the lanes of the f64 functions; within 1.5 ulp):
 /// below 1, `x + x q(x^2)` with `q` the polynomial above, whose rounding errors are small

@@ -88,6 +88,17 @@ fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
     }
 }
 
+/// `c[0] + c[1] s + c[2] s^2 + ...` by Horner's rule in f32 fused multiply-adds, from the
+/// highest power (the order generated code repeats).
+#[inline(always)]
+fn horner32<const N: usize>(c: &[f32; N], s: f32) -> f32 {
+    let mut p = c[N - 1];
+    for &k in c[..N - 1].iter().rev() {
+        p = p.mul_add(s, k);
+    }
+    p
+}
+
 /// `e^x`, in f32 arithmetic (twice the lanes of the f64 functions): `x = k ln2 + r` with
 /// `|r| <= ln(2)/2` (Cody-Waite, exact for the `k` that matter), `e^r` by its Taylor series
 /// through r^7 (truncation error below 6e-9 relative, a twentieth of an ulp) with fused
@@ -147,11 +158,7 @@ pub(crate) fn tanh(x: f32) -> f32 {
     let a = x.abs();
     let a = if a > 10.0 { 10.0 } else { a };
     let t = a * a;
-    let mut p = TANH_SERIES[TANH_SERIES.len() - 1];
-    for &c in TANH_SERIES[..TANH_SERIES.len() - 1].iter().rev() {
-        p = p.mul_add(t, c);
-    }
-    let series = (a * t).mul_add(p, a);
+    let series = (a * t).mul_add(horner32(&TANH_SERIES, t), a);
     let far = 1.0 - 2.0 / (exp(a + a) + 1.0);
     let r = if a < TANH_SERIES_BELOW { series } else { far };
     r.copysign(x)
