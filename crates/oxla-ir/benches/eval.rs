@@ -144,13 +144,18 @@ fn elementwise(c: &mut Criterion) {
 
 fn reduce(c: &mut Criterion) {
     let n = 1024i64;
-    let mut group = c.benchmark_group("reduce_sum_f32_1024x1024");
+    let mut group = c.benchmark_group("reduce_f32_1024x1024");
     group.sample_size(20);
     group.throughput(Throughput::Elements((n * n) as u64));
-    for axis in [0i64, 1] {
+    let cases = [
+        (OpKind::Add, "sum", 0i64),
+        (OpKind::Add, "sum", 1),
+        (OpKind::Maximum, "max", 1),
+    ];
+    for (kind, name, axis) in cases {
         let mut b = Builder::new(&[f32_type(&[n, n]), f32_type(&[])]);
         let (x, init) = (b.args[0], b.args[1]);
-        // The body `return add(a0, a1)`, with its values in the function's table.
+        // The body `return add(a0, a1)` (or max), with its values in the function's table.
         let a0 = b.func.new_value(f32_type(&[]));
         let a1 = b.func.new_value(f32_type(&[]));
         let sum = b.func.new_value(f32_type(&[]));
@@ -158,7 +163,7 @@ fn reduce(c: &mut Criterion) {
             blocks: vec![Block {
                 arguments: vec![a0, a1],
                 ops: vec![
-                    Op::new(OpKind::Add, vec![a0, a1], vec![sum]),
+                    Op::new(kind, vec![a0, a1], vec![sum]),
                     Op::new(OpKind::Return, vec![sum], Vec::new()),
                 ],
             }],
@@ -175,9 +180,11 @@ fn reduce(c: &mut Criterion) {
             literal(&[n, n]),
             Literal::from_f32(&[], &[0.0]).expect("init"),
         ];
-        group.bench_with_input(BenchmarkId::new("axis", axis), &args, |bench, args| {
-            bench.iter(|| run(&module, black_box(args)))
-        });
+        group.bench_with_input(
+            BenchmarkId::new(name, format!("axis{axis}")),
+            &args,
+            |bench, args| bench.iter(|| run(&module, black_box(args))),
+        );
     }
     group.finish();
 }

@@ -289,33 +289,15 @@ fn fold_row_extremum<F: Float>(
 #[inline(always)]
 fn fold_row_sum<F: Float>(x: &[F], init: F) -> F {
     match F::fold_lanes(x, oxla_simd::LaneFold::Add) {
-        Some((lanes, _)) => sum_lanes(x, init, &lanes),
+        Some((lanes, _)) => combine_lanes(x, init, &lanes, |a, b| a + b),
         None => fold_row(x, init, |a, b| a + b),
     }
 }
 
-/// `init + (the lanes summed pairwise, then the elements of `x` past its last whole chunk
-/// in order)`. Pairwise, the lanes add as a few vector adds instead of a chain of 31
-/// dependent scalar adds per row.
-#[inline(always)]
-fn sum_lanes<F: Float>(x: &[F], init: F, lanes: &[F; oxla_simd::FOLD_LANES]) -> F {
-    let mut lanes = *lanes;
-    let mut width = oxla_simd::FOLD_LANES / 2;
-    while width > 0 {
-        let (low, high) = lanes.split_at_mut(width);
-        for (a, &b) in low.iter_mut().zip(&high[..width]) {
-            *a = *a + b;
-        }
-        width /= 2;
-    }
-    let mut total = lanes[0];
-    for &v in &x[x.len() - x.len() % oxla_simd::FOLD_LANES..] {
-        total = total + v;
-    }
-    init + total
-}
-
-/// `f(init, lanes folded in order, then the elements of `x` past its last whole chunk)`.
+/// `f(init, (the lanes folded pairwise, then the elements of `x` past its last whole chunk
+/// in order))`. Pairwise, the lanes combine as a few vector operations instead of a chain
+/// of 31 dependent scalar ones per row (for a max or min, a chain as long as the row's own
+/// vector fold).
 #[inline(always)]
 fn combine_lanes<F: Float>(
     x: &[F],
@@ -323,10 +305,16 @@ fn combine_lanes<F: Float>(
     lanes: &[F; oxla_simd::FOLD_LANES],
     f: impl Fn(F, F) -> F,
 ) -> F {
-    let mut total = lanes[0];
-    for &a in &lanes[1..] {
-        total = f(total, a);
+    let mut lanes = *lanes;
+    let mut width = oxla_simd::FOLD_LANES / 2;
+    while width > 0 {
+        let (low, high) = lanes.split_at_mut(width);
+        for (a, &b) in low.iter_mut().zip(&high[..width]) {
+            *a = f(*a, b);
+        }
+        width /= 2;
     }
+    let mut total = lanes[0];
     for &v in &x[x.len() - x.len() % oxla_simd::FOLD_LANES..] {
         total = f(total, v);
     }
