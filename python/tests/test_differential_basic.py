@@ -406,6 +406,23 @@ def test_softmax(shape):
     check(lambda v: jax.nn.logsumexp(v, axis=0), x)
 
 
+def test_is_finite_in_fused_chains_and_row_groups():
+    # Large enough for fused tile code and for row tiling; rows with infinities, NaNs, all
+    # -inf and a +inf maximum exercise `is_finite` on the rows' maxima in logsumexp.
+    x = rand((512, 300), np.float32) * 4
+    x[3, 7] = np.inf
+    x[5, :] = -np.inf
+    x[9, 11] = np.nan
+    x[17, ::7] = -np.inf
+    x[21, 2] = np.inf
+    x[21, 3] = -np.inf
+    check(lambda v: jnp.where(jnp.isfinite(v), v * 2 + 1, 0.0), x)
+    check(lambda v: jnp.isfinite(v * 3) & (v > 0), x)
+    check(lambda v: jax.nn.logsumexp(v, axis=1), x)
+    check(lambda v: jax.nn.logsumexp(v, axis=1, b=2.0), x)
+    check(lambda v: jnp.sum(jnp.where(jnp.isfinite(v), jnp.exp(v - 4), 0.0), axis=1), x)
+
+
 def test_softmax_cross_entropy_and_grad():
     logits = rand((8, 5), np.float32)
     labels = np.arange(8, dtype=np.int32) % 5

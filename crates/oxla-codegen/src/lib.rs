@@ -107,6 +107,8 @@ pub enum Inst {
     Compare(Cmp, u8, u8),
     /// `1.0` where the operand is `0.0` (either sign), else `0.0`.
     Not(u8),
+    /// `1.0` where the operand is finite (neither infinite nor NaN), else `0.0`.
+    IsFinite(u8),
     /// `1.0` where both operands are nonzero (NaN counts as nonzero), else `0.0`.
     And(u8, u8),
     /// `1.0` where either operand is nonzero, else `0.0`.
@@ -222,6 +224,7 @@ impl Inst {
             | Inst::Sin(a)
             | Inst::Cos(a)
             | Inst::Not(a)
+            | Inst::IsFinite(a)
             | Inst::BitNot(a)
             | Inst::IntNegate(a)
             | Inst::IntAbs(a)

@@ -392,6 +392,13 @@ fn body(
                 a.vcmpps(m, z(x), constant(K::Zero), EQ_OQ)?;
                 a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
+            Inst::IsFinite(x) => {
+                // Finite where the exponent bits are not all ones.
+                let m = lanes.masks[0];
+                a.vpandd(s0, z(x), constant(K::Exponent))?;
+                a.vpcmpd(m, s0, constant(K::Exponent), 4)?;
+                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            }
             Inst::And(x, y) => {
                 let m = lanes.masks[0];
                 a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;

@@ -73,6 +73,7 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
             })
         }
         Inst::Not(a) => mask(g(a) == 0.0),
+        Inst::IsFinite(a) => mask(g(a).is_finite()),
         Inst::And(a, b) => mask(g(a) != 0.0 && g(b) != 0.0),
         Inst::Or(a, b) => mask(g(a) != 0.0 || g(b) != 0.0),
         Inst::Select(p, t, f) => {
@@ -226,7 +227,8 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
         let (a, b, c) = (pick(rng), pick(rng), pick(rng));
         let cmp = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.below(6)];
         let signed = rng.below(2) == 0;
-        let inst = match rng.below(46) {
+        let inst = match rng.below(47) {
+            46 => Inst::IsFinite(a),
             40 => Inst::IntDivide(signed, a, b),
             41 => Inst::IntRemainder(signed, a, b),
             42 => Inst::IntSign(signed, a),

@@ -63,6 +63,8 @@ pub(crate) enum Member {
     Select,
     Clamp,
     Not,
+    /// `is_finite` of an f32 operand, as a mask.
+    IsFinite,
     And,
     Or,
     Xor,
@@ -224,6 +226,7 @@ pub(crate) fn classify(func: &Function, op: &Op) -> Option<(Vec<i64>, Member)> {
         (K::Select, &[Pred, t, f]) if t == et && f == et => Member::Select,
         (K::Clamp, &[F32, F32, F32]) if et == F32 => Member::Clamp,
         (K::Not, &[Pred]) if et == Pred => Member::Not,
+        (K::IsFinite, &[F32]) if et == Pred => Member::IsFinite,
         (K::And, &[Pred, Pred]) if et == Pred => Member::And,
         (K::Or, &[Pred, Pred]) if et == Pred => Member::Or,
         (K::Xor, &[Pred, Pred]) if et == Pred => Member::Xor,
@@ -609,6 +612,7 @@ pub(crate) enum Inst {
     Select(usize, usize, usize),
     Clamp(usize, usize, usize),
     Not(usize),
+    IsFinite(usize),
     And(usize, usize),
     Or(usize, usize),
     Xor(usize, usize),
@@ -762,6 +766,7 @@ impl FusedKernel {
                 Member::Select => Inst::Select(src[0], src[1], src[2]),
                 Member::Clamp => Inst::Clamp(src[0], src[1], src[2]),
                 Member::Not => Inst::Not(src[0]),
+                Member::IsFinite => Inst::IsFinite(src[0]),
                 Member::And => Inst::And(src[0], src[1]),
                 Member::Or => Inst::Or(src[0], src[1]),
                 Member::Xor => Inst::Xor(src[0], src[1]),
@@ -1491,9 +1496,11 @@ fn splat_at(shape: &[usize], strides: &[usize], index: &[usize], len: usize) -> 
 impl Inst {
     pub(crate) fn sources(&self) -> SmallVec<[usize; 3]> {
         match *self {
-            Inst::Unary(_, a) | Inst::Not(a) | Inst::IntUnary(_, _, a) | Inst::Convert(_, a) => {
-                smallvec::smallvec![a]
-            }
+            Inst::Unary(_, a)
+            | Inst::Not(a)
+            | Inst::IsFinite(a)
+            | Inst::IntUnary(_, _, a)
+            | Inst::Convert(_, a) => smallvec::smallvec![a],
             Inst::Binary(_, a, b)
             | Inst::Compare(_, _, a, b)
             | Inst::And(a, b)
@@ -1513,9 +1520,11 @@ impl Inst {
 
     pub(crate) fn map_sources(&mut self, f: impl Fn(usize) -> usize) {
         match self {
-            Inst::Unary(_, a) | Inst::Not(a) | Inst::IntUnary(_, _, a) | Inst::Convert(_, a) => {
-                *a = f(*a)
-            }
+            Inst::Unary(_, a)
+            | Inst::Not(a)
+            | Inst::IsFinite(a)
+            | Inst::IntUnary(_, _, a)
+            | Inst::Convert(_, a) => *a = f(*a),
             Inst::Binary(_, a, b)
             | Inst::Compare(_, _, a, b)
             | Inst::And(a, b)
@@ -1597,6 +1606,7 @@ impl Inst {
                 );
             }
             Inst::Not(a) => oxla_simd::map(r(*a), out, |x| mask(x == 0.0)),
+            Inst::IsFinite(a) => oxla_simd::map(r(*a), out, |x| mask(x.is_finite())),
             Inst::And(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 && y != 0.0)),
             Inst::Or(a, b) => zip(out, r(*a), r(*b), |x, y| mask(x != 0.0 || y != 0.0)),
             Inst::Xor(a, b) => zip(out, r(*a), r(*b), |x, y| mask((x != 0.0) != (y != 0.0))),

@@ -214,6 +214,7 @@ impl Builder<'_> {
             Member::Select => Inst::Select(src(0)?, src(1)?, src(2)?),
             Member::Clamp => Inst::Clamp(src(0)?, src(1)?, src(2)?),
             Member::Not => Inst::Not(src(0)?),
+            Member::IsFinite => Inst::IsFinite(src(0)?),
             Member::And => Inst::And(src(0)?, src(1)?),
             Member::Or => Inst::Or(src(0)?, src(1)?),
             // Slab programs hold f32 values and masks only.

@@ -139,6 +139,7 @@ fn translate(inst: &super::fused::Inst, bound: Option<(usize, f32)>) -> Option<o
         F::Select(p, t, f) => G::Select(r(*p)?, r(*t)?, r(*f)?),
         F::Clamp(lo, x, hi) => G::Clamp(r(*lo)?, r(*x)?, r(*hi)?),
         F::Not(a) => G::Not(r(*a)?),
+        F::IsFinite(a) => G::IsFinite(r(*a)?),
         F::And(a, b) => G::And(r(*a)?, r(*b)?),
         F::Or(a, b) => G::Or(r(*a)?, r(*b)?),
         // Masks hold exactly 0.0 or 1.0: they differ where their xor is true.
