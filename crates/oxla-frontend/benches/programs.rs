@@ -55,7 +55,14 @@ fn load(name: &str) -> (Module, Vec<Literal>) {
 fn programs(c: &mut Criterion) {
     let mut group = c.benchmark_group("program");
     group.sample_size(30);
-    for name in ["layer_norm", "softmax", "elementwise_chain", "fori_loop"] {
+    for name in [
+        "layer_norm",
+        "softmax",
+        "logsumexp",
+        "sumsq",
+        "elementwise_chain",
+        "fori_loop",
+    ] {
         let (module, args) = load(name);
         let cache = PlanCache::new();
         let call = || {

@@ -1167,6 +1167,38 @@ fn a_sum_of_one_op_runs_in_that_ops_generated_code() {
 }
 
 #[test]
+fn a_sum_of_squares_alone_is_a_row_group_and_a_mean_is_not() {
+    // `jnp.sum(x * x, axis=1)`: two ops, the sum reading the product, so the group keeps the
+    // product out of memory; `jnp.mean(x, axis=1)` (a sum of the argument, then a divide)
+    // gains nothing from a group and runs op by op.
+    let squares = "func.func @main(%x: tensor<300x517xf32>) -> tensor<300xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %sq = stablehlo.multiply %x, %x : tensor<300x517xf32>
+  %s = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  return %s : tensor<300xf32>
+}
+";
+    let module = parse_text(squares).expect("parses");
+    assert_eq!(row_groups(&module, "main"), vec![2]);
+    let mut rng = Rng(7);
+    let x = literal(&mut rng, &TensorType::new(vec![300, 517], ElementType::F32));
+    assert_fusion_invisible(&module, std::slice::from_ref(&x), "sum of squares");
+    if tile_code::available() {
+        assert_eq!(row_group_merged_sums(&module, "main"), vec![1]);
+    }
+    let mean = "func.func @main(%x: tensor<300x517xf32>) -> tensor<300xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %n = stablehlo.constant dense<517.0> : tensor<300xf32>
+  %s = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %m = stablehlo.divide %s, %n : tensor<300xf32>
+  return %m : tensor<300xf32>
+}
+";
+    let module = parse_text(mean).expect("parses");
+    assert!(row_groups(&module, "main").is_empty());
+}
+
+#[test]
 fn row_groups_tile_layer_norm_and_softmax_without_changing_bits() {
     let text = LAYER_NORM_SOFTMAX;
     let module = parse_text(text).expect("parses");

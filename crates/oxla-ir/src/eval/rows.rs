@@ -186,8 +186,8 @@ struct Open {
 /// Row-local ops over one row count join the open group; a group closes when an op outside
 /// it reads one of its values (so it can run at the place of its last op), or when a
 /// member would need a group value whole. Groups without a reduction, with fewer than
-/// three ops or under [`MIN_ELEMENTS`] elements are dropped: they gain nothing over fused
-/// groups.
+/// three ops (two, when the reduction reads the other op's result) or under
+/// [`MIN_ELEMENTS`] elements are dropped: they gain nothing over fused groups.
 pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
     let n_ops = block.ops.len();
     let mut uses_of_op: Vec<Vec<ValueId>> = Vec::with_capacity(n_ops);
@@ -243,7 +243,14 @@ pub(crate) fn find_row_groups(func: &Function, block: &Block) -> RowGroups {
             .iter()
             .filter_map(|&v| tensor_of(func, v)?.num_elements())
             .sum();
-        if !reduces || g.ops.len() < 3 || elements < MIN_ELEMENTS || g.rows < 2 {
+        // Two ops gain over running apart only when the reduction reads the other's
+        // result, which the group then never stores whole (`sum(x * x)`).
+        let reduces_group_value = g.ops.iter().any(|(i, _)| {
+            let op = &block.ops[*i];
+            op.kind == OpKind::Reduce && op.operands.iter().any(|v| g.values.contains(v))
+        });
+        let enough_ops = g.ops.len() >= 3 || (g.ops.len() == 2 && reduces_group_value);
+        if !reduces || !enough_ops || elements < MIN_ELEMENTS || g.rows < 2 {
             continue;
         }
         let outputs: Vec<ValueId> = g

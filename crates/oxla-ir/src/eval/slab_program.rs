@@ -129,8 +129,39 @@ pub(crate) struct SlabProgram {
     args: Vec<usize>,
 }
 
-/// A slab's buffers, allocated once per thread and reused for every slab.
+/// A slab's buffers, allocated once per thread and reused for every slab. Dropped, they go
+/// to the thread's [`SPARE`] buffers, for the next run of a program on that thread.
 pub(crate) struct Scratch(Vec<Vec<f32>>);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let bufs = std::mem::take(&mut self.0);
+        // A thread being torn down has no spare list; the buffers are then simply freed.
+        let _ = SPARE.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            for buf in bufs {
+                spare.push(buf);
+                while spare.len() > MAX_SPARE
+                    || spare.iter().map(Vec::len).sum::<usize>() > MAX_SPARE_ELEMENTS
+                {
+                    spare.remove(0);
+                }
+            }
+        });
+    }
+}
+
+thread_local! {
+    /// Scratch buffers of slab programs that ran on this thread, oldest first. A fresh
+    /// buffer would be zeroed (and, when large, faulted in page by page) on every run of a
+    /// row group; programs write each buffer before reading it, so a stale one serves.
+    static SPARE: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most spare scratch buffers a thread keeps.
+const MAX_SPARE: usize = 16;
+/// The most elements a thread's spare scratch buffers hold in all (16 MiB).
+const MAX_SPARE_ELEMENTS: usize = 4 << 20;
 
 /// Builds a [`SlabProgram`]: values are first numbered steps, then packed into buffers.
 struct Builder<'f> {
@@ -613,7 +644,18 @@ impl SlabProgram {
 
     /// The buffers one thread needs to run slabs.
     pub(crate) fn scratch(&self) -> Scratch {
-        Scratch(self.bufs.iter().map(|&n| vec![0.0; n]).collect())
+        let take = |n: usize| {
+            SPARE
+                .try_with(|spare| {
+                    let mut spare = spare.borrow_mut();
+                    let i = spare.iter().rposition(|b| b.len() == n)?;
+                    Some(spare.remove(i))
+                })
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| vec![0.0; n])
+        };
+        Scratch(self.bufs.iter().map(|&n| take(n)).collect())
     }
 
     /// Runs one step into its taken destination buffers.
