@@ -6,7 +6,8 @@
 //! [`TileCode::compile`] turns such a program into one loop over the elements, row by row in
 //! 16-element chunks, that keeps every intermediate value in a vector register: per chunk,
 //! each input is loaded (or broadcast) once, the instructions run register to register, and
-//! only the outputs are stored. The rest of a row runs under a lane mask, so any length is
+//! only the outputs are stored. A one-value input (or one value per row) whose register no
+//! instruction writes is broadcast once per run (or per row) instead of in every chunk. The rest of a row runs under a lane mask, so any length is
 //! handled and nothing past a slice is touched. [`LoopCode::compile`] does the same for a
 //! loop whose every iteration is such a program over carried values (a `fori_loop` with an
 //! elementwise body): the carried values stay in registers through all iterations of a
@@ -504,6 +505,11 @@ impl std::fmt::Debug for LoopCode {
 
 /// Elements per chunk of generated code (one 512-bit vector of f32).
 pub const CHUNK: usize = 16;
+
+/// Tile programs naming at most this many registers run two chunks at a time, their
+/// instructions interleaved (two independent chains keep the vector units busy through
+/// long dependent sequences such as `exp`'s).
+pub const PAIRED_REGISTERS: usize = 8;
 
 /// Where [`Inst::Tanh`] (and the evaluator's `tanh`) changes from its series to its
 /// exponential: from here `1 - 2 / (e^(2a) + 1)` is within an ulp.

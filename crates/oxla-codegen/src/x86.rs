@@ -17,18 +17,16 @@
 //! A loop's function takes one pointer to [`LoopArgs`] and runs chunk by chunk, every
 //! iteration of a chunk before the next chunk (see [`assemble_loop`]).
 
-use super::{Cmp, Input, Inst, LoopBody, TileProgram};
+use super::{Cmp, Input, Inst, LoopBody, TileProgram, PAIRED_REGISTERS};
 use iced_x86::code_asm::*;
 use iced_x86::Instruction;
 
 /// Registers a program may name: `zmm24` to `zmm31` are the generator's scratch.
 const PROGRAM_REGISTERS: usize = 24;
 
-/// Programs of at most this many registers run two chunks at a time, their instructions
-/// interleaved: `zmm0` to `zmm7` and scratch `zmm16` to `zmm23` for the first chunk, `zmm8`
-/// to `zmm15` and scratch `zmm24` to `zmm31` for the second. Two independent chains keep the
-/// vector units busy through long dependent sequences such as `exp`'s.
-const PAIRED_REGISTERS: usize = 8;
+// Programs of at most `PAIRED_REGISTERS` registers run two chunks at a time: `zmm0` to
+// `zmm7` and scratch `zmm16` to `zmm23` for the first chunk, `zmm8` to `zmm15` and scratch
+// `zmm24` to `zmm31` for the second.
 
 const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
@@ -249,30 +247,33 @@ struct Lanes {
 /// interleaved.
 fn chunk(
     program: &TileProgram,
+    hoisted: &[bool],
     masked: bool,
     lanes: Lanes,
 ) -> Result<(Vec<Instruction>, Vec<Instruction>), IcedError> {
     let mut a = CodeAssembler::new(64)?;
-    load_inputs(&mut a, r8, &program.inputs, masked, lanes)?;
+    let per_chunk = |k: usize| !hoisted.get(k).copied().unwrap_or(false);
+    load_inputs(&mut a, r8, &program.inputs, per_chunk, masked, lanes)?;
     body(&mut a, &program.insts, masked, lanes)?;
     let compute = a.take_instructions();
     store(&mut a, r9, &program.outputs, r13, masked, lanes)?;
     Ok((compute, a.take_instructions()))
 }
 
-/// Loads each input (pointer `k` of the array at `array`) into its register: element `rcx`
-/// (plus `lanes.offset` bytes) of a stream, column `r12` of a row vector, row `rbx` of one
-/// value per row, or the one value.
+/// Loads each input `k` that `wanted` picks (pointer `k` of the array at `array`) into its
+/// register: element `rcx` (plus `lanes.offset` bytes) of a stream, column `r12` of a row
+/// vector, row `rbx` of one value per row, or the one value.
 fn load_inputs(
     a: &mut CodeAssembler,
     array: AsmRegister64,
     inputs: &[(Input, u8)],
+    wanted: impl Fn(usize) -> bool,
     masked: bool,
     lanes: Lanes,
 ) -> Result<(), IcedError> {
     let off = lanes.offset;
     for (k, &(kind, r)) in inputs.iter().enumerate() {
-        if kind == Input::OnDemand {
+        if kind == Input::OnDemand || !wanted(k) {
             continue;
         }
         let dst = ZMM[lanes.base + usize::from(r)];
@@ -1267,6 +1268,28 @@ fn exp(
 
 /// Moves the element index, column and output index `n` elements on, and takes `n` off
 /// what is left of the row's segment.
+/// Per input, whether it is loaded once instead of in every chunk: a one-value input (once
+/// per run) or a one-value-per-row input (once per row) whose register no instruction and
+/// no other input writes, so it holds the value through every chunk.
+fn invariant_inputs(program: &TileProgram) -> Vec<bool> {
+    let written = |r: u8| program.insts.iter().any(|&(_, d)| d == r);
+    let shared = |k: usize, r: u8| {
+        program
+            .inputs
+            .iter()
+            .enumerate()
+            .any(|(j, &(kind, q))| j != k && kind != Input::OnDemand && q == r)
+    };
+    program
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(k, &(kind, r))| {
+            matches!(kind, Input::Scalar | Input::RowScalar) && !written(r) && !shared(k, r)
+        })
+        .collect()
+}
+
 fn advance(a: &mut CodeAssembler, n: i32) -> Result<(), IcedError> {
     for r in [rcx, r12, r13] {
         a.add(r, n)?;
@@ -1299,9 +1322,27 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.mov(rdi, qword_ptr(rdi + 56))?;
     a.xor(r13, r13)?;
     let sums = RowSums::new(program);
+    let paired = program.registers() <= PAIRED_REGISTERS;
+    let hoisted = invariant_inputs(program);
+    let copies: &[usize] = if paired { &[0, PAIRED_REGISTERS] } else { &[0] };
+    let hoist = |a: &mut CodeAssembler, kind: Input| {
+        for &base in copies {
+            let lanes = Lanes {
+                base,
+                scratch: S_HIGH,
+                masks: [k2, k3],
+                offset: 0,
+            };
+            let wanted = |k: usize| hoisted[k] && program.inputs[k].0 == kind;
+            load_inputs(a, r8, &program.inputs, wanted, false, lanes)?;
+        }
+        Ok::<(), IcedError>(())
+    };
+    hoist(&mut a, Input::Scalar)?;
     a.set_label(&mut row_loop)?;
     a.cmp(rcx, r10)?;
     a.jae(done)?;
+    hoist(&mut a, Input::RowScalar)?;
     sums.start_row(&mut a)?;
     // This row's segment: to the row's end or to `end`, whichever comes first.
     a.mov(r14, r11)?;
@@ -1310,7 +1351,6 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.sub(rax, rcx)?;
     a.cmp(rax, r14)?;
     a.cmovb(r14, rax)?;
-    let paired = program.registers() <= PAIRED_REGISTERS;
     let stops = program.insts.iter().any(|(inst, _)| inst.may_stop());
     let single = if paired {
         Lanes {
@@ -1343,8 +1383,8 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
         } else {
             pairs_done
         })?;
-        let first = chunk(program, false, single)?;
-        let second = chunk(program, false, second)?;
+        let first = chunk(program, &hoisted, false, single)?;
+        let second = chunk(program, &hoisted, false, second)?;
         // The copies are the same instructions on other registers: a shared `rax` is
         // loaded with the same pointer by both before either uses it.
         start_check(&mut a, stops)?;
@@ -1368,7 +1408,12 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.set_label(&mut full)?;
     a.cmp(r14, 16)?;
     a.jb(tail)?;
-    emit_chunk(&mut a, chunk(program, false, single)?, stops, done)?;
+    emit_chunk(
+        &mut a,
+        chunk(program, &hoisted, false, single)?,
+        stops,
+        done,
+    )?;
     sums.add_lanes(&mut a, false)?;
     advance(&mut a, 16)?;
     a.jmp(full)?;
@@ -1379,7 +1424,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     a.mov(edx, -1)?;
     a.bzhi(edx, edx, r14d)?;
     a.kmovw(k1, edx)?;
-    emit_chunk(&mut a, chunk(program, true, single)?, stops, done)?;
+    emit_chunk(&mut a, chunk(program, &hoisted, true, single)?, stops, done)?;
     sums.add_lanes(&mut a, true)?;
     a.add(rcx, r14)?;
     a.add(r13, r14)?;
@@ -1596,9 +1641,9 @@ fn assemble_loop(body: &LoopBody) -> Result<Vec<u8>, IcedError> {
     a.bzhi(eax, edx, eax)?;
     a.set_label(&mut have_mask)?;
     a.kmovw(k1, eax)?;
-    load_inputs(&mut a, r8, &body.inputs, true, lanes)?;
+    load_inputs(&mut a, r8, &body.inputs, |_| true, true, lanes)?;
     let carried_inputs: Vec<(Input, u8)> = states.iter().map(|&r| (Input::Stream, r)).collect();
-    load_inputs(&mut a, r9, &carried_inputs, true, lanes)?;
+    load_inputs(&mut a, r9, &carried_inputs, |_| true, true, lanes)?;
     a.mov(rdx, r11)?;
     a.set_label(&mut iteration)?;
     start_check(&mut a, stops)?;

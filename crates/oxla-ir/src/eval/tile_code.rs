@@ -204,25 +204,29 @@ enum Step {
     Inst(super::fused::Inst, Option<(usize, f32)>),
 }
 
-/// The program of a kernel whose inputs, held in registers for the whole chunk, leave too
-/// few registers for its instructions (long chains with many constants, such as JAX's
-/// unrolled threefry hash): its one-value inputs become [`Input::OnDemand`], loaded by an
-/// [`oxla_codegen::Inst::LoadScalar`] before each instruction that reads them, and every
-/// value gets a register by liveness (a destination never shares a register with its
-/// instruction's sources). `None` when it still needs more than [`REGISTERS`].
-fn on_demand_program(
+/// The kernel's program with registers given anew by liveness (a destination never shares
+/// a register with its instruction's sources), and how many registers it names. Inputs
+/// `pinned` picks (one value, or one value per row) keep their register for the whole
+/// run, so the generated code loads them once (per run or per row) instead of in every
+/// chunk; the other one-value inputs become [`Input::OnDemand`], loaded by an
+/// [`oxla_codegen::Inst::LoadScalar`] before each instruction that reads them (long chains
+/// with many constants, such as JAX's unrolled threefry hash, fit the registers that way).
+/// `None` when an output is an input read on demand or a register number overflows.
+fn allocated_program(
     kinds: &[Input],
     inputs: &[(&[usize], usize)],
     insts: &[(super::fused::Inst, usize)],
     bounds: &[Option<(usize, f32)>],
     outputs: &[usize],
-) -> Option<TileProgram> {
+    pinned: &[bool],
+) -> Option<(TileProgram, usize)> {
     // Value numbers: one per input, then one per step's result.
     let mut current: std::collections::HashMap<usize, usize> = Default::default();
     let mut on_demand: Vec<Option<usize>> = Vec::new();
     for (k, (&kind, &(_, r))) in kinds.iter().zip(inputs).enumerate() {
         current.insert(r, on_demand.len());
-        on_demand.push((kind == Input::Scalar).then_some(k));
+        let pin = pinned.get(k).copied().unwrap_or(false);
+        on_demand.push((kind == Input::Scalar && !pin).then_some(k));
     }
     let n_inputs = on_demand.len();
     let mut next = n_inputs;
@@ -276,17 +280,20 @@ fn on_demand_program(
         .iter()
         .map(|(_, sources, dst)| (sources.as_slice(), *dst))
         .collect();
-    let (phys, count) = super::fused::assign_registers(next, &live_in, &reads, &out_values);
-    if count > REGISTERS {
-        return None;
-    }
+    // Pinned inputs live to the end, as the outputs do.
+    let to_end: Vec<usize> = out_values
+        .iter()
+        .copied()
+        .chain((0..n_inputs).filter(|&v| pinned.get(v).copied().unwrap_or(false)))
+        .collect();
+    let (phys, count) = super::fused::assign_registers(next, &live_in, &reads, &to_end);
     let reg = |v: usize| {
         phys.get(v)
             .copied()
             .flatten()
             .and_then(|p| u8::try_from(p).ok())
     };
-    Some(TileProgram {
+    let program = TileProgram {
         inputs: (0..n_inputs)
             .map(|v| match on_demand[v] {
                 Some(_) => Some((Input::OnDemand, 0)),
@@ -308,7 +315,55 @@ fn on_demand_program(
             .collect::<Option<_>>()?,
         outputs: out_values.iter().map(|&v| reg(v)).collect::<Option<_>>()?,
         row_sums: Vec::new(),
-    })
+    };
+    Some((program, count))
+}
+
+/// The program of a kernel that reads one-value or one-value-per-row inputs, with as many
+/// of them pinned to registers ([`allocated_program`]) as fit in `limit` registers, those
+/// read most often first; the others are loaded where they are read (one value) or in
+/// every chunk (one value per row). `None` when even none pinned needs more than `limit`.
+fn pinned_program(
+    kinds: &[Input],
+    inputs: &[(&[usize], usize)],
+    insts: &[(super::fused::Inst, usize)],
+    bounds: &[Option<(usize, f32)>],
+    outputs: &[usize],
+    limit: usize,
+) -> Option<TileProgram> {
+    // Reads of each input's value before its register is written.
+    let mut reads = vec![0usize; inputs.len()];
+    let mut holder: std::collections::HashMap<usize, usize> = Default::default();
+    for (k, &(_, r)) in inputs.iter().enumerate() {
+        holder.insert(r, k);
+    }
+    for (inst, d) in insts {
+        for r in inst.sources() {
+            if let Some(&k) = holder.get(&r) {
+                reads[k] += 1;
+            }
+        }
+        holder.remove(d);
+    }
+    let mut pinned: Vec<bool> = kinds
+        .iter()
+        .zip(&reads)
+        .map(|(&kind, &n)| matches!(kind, Input::Scalar | Input::RowScalar) && n > 0)
+        .collect();
+    let mut order: Vec<usize> = (0..inputs.len()).filter(|&k| pinned[k]).collect();
+    // Unpinned first: the fewest reads (ties: the later input).
+    order.sort_by_key(|&k| (reads[k], std::cmp::Reverse(k)));
+    let mut order = order.into_iter();
+    loop {
+        if let Some((program, count)) =
+            allocated_program(kinds, inputs, insts, bounds, outputs, &pinned)
+        {
+            if count <= limit {
+                return Some(program);
+            }
+        }
+        pinned[order.next()?] = false;
+    }
 }
 
 /// How an input with `strides` (per dimension of `shape`, 0 where it broadcasts) is read
@@ -443,7 +498,11 @@ impl KernelCode {
                 };
             }
         }
-        if sum.is_none() {
+        if sum.is_none()
+            && kinds
+                .iter()
+                .any(|k| matches!(k, Input::Scalar | Input::RowScalar))
+        {
             let named = inputs
                 .iter()
                 .map(|&(_, r)| r)
@@ -455,13 +514,22 @@ impl KernelCode {
                 .chain(outputs.iter().copied())
                 .max()
                 .map_or(0, |r| r + 1);
-            if named > REGISTERS {
-                let program = on_demand_program(&kinds, inputs, insts, bounds, outputs)?;
-                return Some(KernelCode(Arc::new(Inner {
-                    program,
-                    row_len,
-                    code: OnceLock::new(),
-                })));
+            // A program the generated code runs two chunks at a time stays that small.
+            let limit = if named <= oxla_codegen::PAIRED_REGISTERS {
+                oxla_codegen::PAIRED_REGISTERS
+            } else {
+                REGISTERS
+            };
+            match pinned_program(&kinds, inputs, insts, bounds, outputs, limit) {
+                Some(program) => {
+                    return Some(KernelCode(Arc::new(Inner {
+                        program,
+                        row_len,
+                        code: OnceLock::new(),
+                    })))
+                }
+                None if named > REGISTERS => return None,
+                None => {}
             }
         }
         let mut program = TileProgram {
@@ -626,6 +694,105 @@ impl CountedCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::fused::Inst as F;
+
+    /// A chain of `terms` Horner steps `p = p * x + c_k` over one streamed input (register
+    /// 0) and one-value inputs `c_k` (registers `1..=terms`), each constant read once more
+    /// at the end (`p + c_k`, from the last to the first) when `reuse` is set: its
+    /// instructions (the inputs' registers are `0..=terms`).
+    fn horner_kernel(terms: usize, reuse: bool) -> Vec<(F, usize)> {
+        let mut insts = Vec::new();
+        let mut next = terms + 1;
+        let mut p = 1;
+        for k in 2..=terms {
+            insts.push((F::Binary(OpKind::Multiply, p, 0), next));
+            insts.push((F::Binary(OpKind::Add, next, k), next + 1));
+            p = next + 1;
+            next += 2;
+        }
+        if reuse {
+            for k in (1..=terms).rev() {
+                insts.push((F::Binary(OpKind::Add, p, k), next));
+                p = next;
+                next += 1;
+            }
+        }
+        insts
+    }
+
+    /// What [`horner_kernel`] computes at `x` with constants `c`, in plain f32.
+    fn horner_reference(x: f32, c: &[f32], reuse: bool) -> f32 {
+        let mut p = c[0];
+        for &ck in &c[1..] {
+            p = p * x + ck;
+        }
+        if reuse {
+            for &ck in c.iter().rev() {
+                p += ck;
+            }
+        }
+        p
+    }
+
+    /// A kernel's one-value inputs keep registers no instruction writes, so the generated
+    /// code loads them once per run: all of them when they fit, the most read ones when
+    /// they do not (the rest loaded where they are read); either way the code computes the
+    /// plain f32 chain's bits.
+    #[test]
+    fn one_value_inputs_stay_in_registers_that_fit() {
+        if !available() {
+            return;
+        }
+        let n = 40_000;
+        let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+        for (terms, reuse) in [(3, false), (13, false), (13, true), (30, true)] {
+            let insts = horner_kernel(terms, reuse);
+            let registers: Vec<usize> = (0..=terms).collect();
+            let consts: Vec<f32> = (0..terms).map(|k| 0.5 / (k as f32 + 1.0)).collect();
+            let stream = [1usize];
+            let one_value = [0usize];
+            let inputs: Vec<(&[usize], usize)> = registers
+                .iter()
+                .map(|&r| (if r == 0 { &stream[..] } else { &one_value[..] }, r))
+                .collect();
+            let bounds = vec![None; insts.len()];
+            let out = insts.last().map(|&(_, d)| d).unwrap();
+            let code = KernelCode::new(&[n], &inputs, &insts, &bounds, &[out]).expect("kernel");
+            let program = &code.0.program;
+            let written: Vec<u8> = program.insts.iter().map(|&(_, d)| d).collect();
+            let pinned = program
+                .inputs
+                .iter()
+                .filter(|&&(kind, r)| kind == Input::Scalar && !written.contains(&r))
+                .count();
+            let on_demand = program
+                .inputs
+                .iter()
+                .filter(|&&(kind, _)| kind == Input::OnDemand)
+                .count();
+            assert_eq!(pinned + on_demand, terms, "{terms} terms: {program:?}");
+            assert!(program.registers() <= REGISTERS);
+            if terms <= 13 {
+                assert_eq!(pinned, terms, "{terms} terms fit: {program:?}");
+            } else {
+                // Beside the pinned constants: the stream, the chain's value, a constant
+                // loaded where it is read and the step's result.
+                assert_eq!(pinned, REGISTERS - 4, "{terms} terms: {program:?}");
+            }
+            if terms == 3 {
+                assert!(program.registers() <= oxla_codegen::PAIRED_REGISTERS);
+            }
+            let mut values: Vec<Vec<f32>> = vec![xs.clone()];
+            values.extend(consts.iter().map(|&c| vec![c]));
+            let slices: Vec<&[f32]> = values.iter().map(|v| v.as_slice()).collect();
+            let mut got = vec![0.0f32; n];
+            assert_eq!(code.run(&slices, &mut [&mut got], 0, n), Some(n));
+            for (x, g) in xs.iter().zip(&got) {
+                let want = horner_reference(*x, &consts, reuse);
+                assert_eq!(want.to_bits(), g.to_bits(), "{terms} terms at {x}");
+            }
+        }
+    }
 
     /// Generated `exp`, `expm1`, `ln`, `ln(1 + x)`, `tanh`, `logistic`, `sin` and `cos`
     /// against the evaluator's, bit for bit, over special values, the clamping bounds,
