@@ -32,10 +32,16 @@ pub(crate) fn count() -> usize {
 /// thread, the others on the pool's threads. The caller works instead of sleeping while the
 /// pool does the rest, so a split in two wakes one pool thread, not two.
 pub(crate) fn for_each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
-    let mut items = items.into_iter();
+    let mut items = items.into_iter().peekable();
     let Some(first) = items.next() else {
         return;
     };
+    // One item (a small value's one part) runs here without opening a scope, which costs
+    // more than a tiny job.
+    if items.peek().is_none() {
+        job(first);
+        return;
+    }
     match pool() {
         Some(pool) => pool.in_place_scope(|s| spawn_rest_run_first(s, items, first, &job)),
         None => rayon::in_place_scope(|s| spawn_rest_run_first(s, items, first, &job)),
