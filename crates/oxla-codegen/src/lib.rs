@@ -7,8 +7,9 @@
 //! 16-element chunks, that keeps every intermediate value in a vector register: per chunk,
 //! each input is loaded (or broadcast) once, the instructions run register to register, and
 //! only the outputs are stored. A one-value input (or one value per row) whose register no
-//! instruction writes is broadcast once per run (or per row) instead of in every chunk. The rest of a row runs under a lane mask, so any length is
-//! handled and nothing past a slice is touched. [`LoopCode::compile`] does the same for a
+//! instruction writes is broadcast once per run (or per row) instead of in every chunk. The
+//! rest of a row runs under a lane mask, so any length is handled and nothing past a slice
+//! is touched. [`LoopCode::compile`] does the same for a
 //! loop whose every iteration is such a program over carried values (a `fori_loop` with an
 //! elementwise body): the carried values stay in registers through all iterations of a
 //! chunk.

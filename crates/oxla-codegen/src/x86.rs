@@ -24,10 +24,6 @@ use iced_x86::Instruction;
 /// Registers a program may name: `zmm24` to `zmm31` are the generator's scratch.
 const PROGRAM_REGISTERS: usize = 24;
 
-// Programs of at most `PAIRED_REGISTERS` registers run two chunks at a time: `zmm0` to
-// `zmm7` and scratch `zmm16` to `zmm23` for the first chunk, `zmm8` to `zmm15` and scratch
-// `zmm24` to `zmm31` for the second.
-
 const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
@@ -35,7 +31,8 @@ const ZMM: [AsmRegisterZmm; 32] = [
 ];
 
 /// Scratch registers: the high set (a single chunk's, and a pair's second chunk's), and the
-/// low set (a pair's first chunk's).
+/// low set (a pair's first chunk's). A program of at most [`PAIRED_REGISTERS`] registers
+/// runs two chunks at a time, the first in `zmm0` to `zmm7`, the second in `zmm8` to `zmm15`.
 const S_HIGH: [AsmRegisterZmm; 8] = [zmm24, zmm25, zmm26, zmm27, zmm28, zmm29, zmm30, zmm31];
 const S_LOW: [AsmRegisterZmm; 8] = [zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23];
 
@@ -244,7 +241,7 @@ struct Lanes {
 /// The instructions of one chunk of the program at element `rcx`, column `r12`, row `rbx`
 /// and output index `r13` (each plus `lanes.offset` bytes), masked by `k1` when `masked`:
 /// the loads and the instructions, then the stores. They use no label, so two copies can be
-/// interleaved.
+/// interleaved. Inputs `hoisted` marks (one flag per input) are loaded outside the chunk.
 fn chunk(
     program: &TileProgram,
     hoisted: &[bool],
@@ -252,7 +249,7 @@ fn chunk(
     lanes: Lanes,
 ) -> Result<(Vec<Instruction>, Vec<Instruction>), IcedError> {
     let mut a = CodeAssembler::new(64)?;
-    let per_chunk = |k: usize| !hoisted.get(k).copied().unwrap_or(false);
+    let per_chunk = |k: usize| !hoisted[k];
     load_inputs(&mut a, r8, &program.inputs, per_chunk, masked, lanes)?;
     body(&mut a, &program.insts, masked, lanes)?;
     let compute = a.take_instructions();
@@ -1266,8 +1263,6 @@ fn exp(
     a.vscalefps(d, t, k)
 }
 
-/// Moves the element index, column and output index `n` elements on, and takes `n` off
-/// what is left of the row's segment.
 /// Per input, whether it is loaded once instead of in every chunk: a one-value input (once
 /// per run) or a one-value-per-row input (once per row) whose register no instruction and
 /// no other input writes, so it holds the value through every chunk.
@@ -1290,6 +1285,8 @@ fn invariant_inputs(program: &TileProgram) -> Vec<bool> {
         .collect()
 }
 
+/// Moves the element index, column and output index `n` elements on, and takes `n` off
+/// what is left of the row's segment.
 fn advance(a: &mut CodeAssembler, n: i32) -> Result<(), IcedError> {
     for r in [rcx, r12, r13] {
         a.add(r, n)?;

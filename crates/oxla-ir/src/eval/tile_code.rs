@@ -206,7 +206,7 @@ enum Step {
 
 /// The kernel's program with registers given anew by liveness (a destination never shares
 /// a register with its instruction's sources), and how many registers it names. Inputs
-/// `pinned` picks (one value, or one value per row) keep their register for the whole
+/// `pinned` (one flag per input) picks (one value, or one value per row) keep their register for the whole
 /// run, so the generated code loads them once (per run or per row) instead of in every
 /// chunk; the other one-value inputs become [`Input::OnDemand`], loaded by an
 /// [`oxla_codegen::Inst::LoadScalar`] before each instruction that reads them (long chains
@@ -225,8 +225,7 @@ fn allocated_program(
     let mut on_demand: Vec<Option<usize>> = Vec::new();
     for (k, (&kind, &(_, r))) in kinds.iter().zip(inputs).enumerate() {
         current.insert(r, on_demand.len());
-        let pin = pinned.get(k).copied().unwrap_or(false);
-        on_demand.push((kind == Input::Scalar && !pin).then_some(k));
+        on_demand.push((kind == Input::Scalar && !pinned[k]).then_some(k));
     }
     let n_inputs = on_demand.len();
     let mut next = n_inputs;
@@ -284,7 +283,7 @@ fn allocated_program(
     let to_end: Vec<usize> = out_values
         .iter()
         .copied()
-        .chain((0..n_inputs).filter(|&v| pinned.get(v).copied().unwrap_or(false)))
+        .chain((0..n_inputs).filter(|&v| pinned[v]))
         .collect();
     let (phys, count) = super::fused::assign_registers(next, &live_in, &reads, &to_end);
     let reg = |v: usize| {
