@@ -82,6 +82,19 @@ def test_outputs_have_memory_of_their_own(oxla_device):
         assert a.tolist() == [0, 1, 2]
 
 
+def test_constant_outputs_are_new_buffers_on_every_call(oxla_device):
+    # The executable keeps small constants between calls; what it returns is still memory
+    # of each call's own, as on the cpu backend.
+    f = jax.jit(lambda: (jnp.array([1.0, 2.0, 3.0]), jnp.full((4,), 7, jnp.int32)),
+                device=oxla_device)
+    first, second = f(), f()
+    pointers = [a.unsafe_buffer_pointer() for a in (*first, *second)]
+    assert len(set(pointers)) == len(pointers)
+    for a, b in zip(first, second):
+        assert a.tolist() == b.tolist()
+    assert second[0].tolist() == [1.0, 2.0, 3.0] and second[1].tolist() == [7] * 4
+
+
 def test_dce_sink_keeps_a_value_without_effect(oxla_device):
     def f(v):
         jax.lax.dce_sink(v + 1, prevent_mlir_dce=True)

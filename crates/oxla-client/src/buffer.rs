@@ -26,9 +26,10 @@ impl Slot {
     }
 
     pub(crate) fn ready(data: Arc<Vec<u8>>) -> Arc<Slot> {
-        let slot = Slot::pending();
-        slot.fill(Ok(data));
-        slot
+        Arc::new(Slot {
+            data: OnceLock::from(Ok(data)),
+            event: Event::ready(),
+        })
     }
 
     /// Stores the result and then completes the event; later calls have no effect.

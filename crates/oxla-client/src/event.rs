@@ -54,6 +54,13 @@ impl Event {
         }
     }
 
+    /// An event that is already ready without an error. All such events are one shared
+    /// event: making one allocates nothing (the results of every inline execution get one).
+    pub fn ready() -> Event {
+        static READY: std::sync::OnceLock<Event> = std::sync::OnceLock::new();
+        READY.get_or_init(|| Event::ready_with(Ok(()))).clone()
+    }
+
     /// An event that is already ready with `status`.
     pub fn ready_with(status: Result<()>) -> Event {
         let event = Event::new();
@@ -202,6 +209,21 @@ mod tests {
             c.fetch_add(10, Ordering::SeqCst);
         });
         assert_eq!(count.load(Ordering::SeqCst), 11);
+    }
+
+    #[test]
+    fn the_shared_ready_event_stays_ready_and_runs_callbacks_at_once() {
+        let event = Event::ready();
+        assert!(!event.set(Err(ClientError::Internal("late".into()))));
+        assert_eq!(Event::ready().status(), Some(Ok(())));
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        Event::ready().on_ready(move |s| {
+            assert!(s.is_ok());
+            c.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert_eq!(event.wait(), Ok(()));
     }
 
     #[test]

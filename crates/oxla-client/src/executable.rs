@@ -705,7 +705,28 @@ impl LoadedExecutable {
         let concurrent = devices.len() > 1 && exe.inner.collectives;
         for ((device, args), &process) in devices.iter().zip(argument_lists).zip(&processes) {
             let arg_slots = self.argument_slots(args, options)?;
-            let arg_slots_ready = arg_slots.iter().all(|slot| slot.event().is_ready());
+            // A small program whose arguments are ready runs on the calling thread: its
+            // results are ready when execute returns, and the two thread hand-offs (to a
+            // worker and back to the waiting caller) that dominate a tiny call are saved. Its
+            // buffers are made ready, and its completion is the shared ready event, so no
+            // pending slot or event is made and completed. A failed inline run fails the
+            // call itself, as a synchronous execution on JAX's cpu backend does: the caller
+            // sees a host callback's error even when it never reads the results.
+            let inline = devices.len() == 1
+                && exe.inner.inline
+                && rendezvous.is_none()
+                && device.runtime().pool.tracer().is_none()
+                && arg_slots.iter().all(|slot| slot.event().is_ready());
+            if inline {
+                let context = || format!("execution of {}", exe.name());
+                let values = crate::pool::catch_panic_with(context, || {
+                    run_on_worker(&exe, &arg_slots, None)
+                })?;
+                drop(arg_slots);
+                outputs.push(ready_outputs(&exe, device, values));
+                completions.push(Event::ready());
+                continue;
+            }
             let (out_slots, out_buffers) = pending_outputs(&exe, device);
             let done = Event::new();
             let job_done = done.clone();
@@ -744,22 +765,7 @@ impl LoadedExecutable {
                     }
                 }
             };
-            // A small program whose arguments are ready runs on the calling thread: its
-            // events are complete when execute returns, and the two thread hand-offs (to a
-            // worker and back to the waiting caller) that dominate a tiny call are saved.
-            let inline = devices.len() == 1
-                && exe.inner.inline
-                && device.runtime().pool.tracer().is_none()
-                && arg_slots_ready;
-            if inline {
-                job();
-                // A failed inline run fails the call itself, as a synchronous execution on
-                // JAX's cpu backend does: the caller sees a host callback's error even when
-                // it never reads the results.
-                if let Some(Err(err)) = done.status() {
-                    return Err(err);
-                }
-            } else if concurrent {
+            if concurrent {
                 spawn_thread(&format!("oxla-device-{device_id}"), job, |job| {
                     device
                         .runtime()
@@ -1243,15 +1249,14 @@ fn spawn_thread<F: FnOnce() + Send + 'static>(name: &str, job: F, fallback: impl
     }
 }
 
-/// Gives every output bytes of its own: an output that is an argument passed through, or
-/// the same value as an earlier output, shares its bytes in the evaluator, but each output
-/// is a new buffer with its own memory (as XLA's are; `unsafe_buffer_pointer` shows it).
-fn distinct_outputs(args: &[Literal], results: &mut [Literal]) {
-    for i in 0..results.len() {
-        let (earlier, rest) = results.split_at_mut(i);
-        let out = &mut rest[0];
-        let shared = |other: &Literal| Arc::ptr_eq(&other.data, &out.data);
-        if !out.data.is_empty() && (args.iter().any(shared) || earlier.iter().any(shared)) {
+/// Gives every output bytes of its own: an output that is an argument passed through, the
+/// same value as another output, or a constant the executable's plan cache keeps for later
+/// calls shares its bytes in the evaluator, but each output is a new buffer with its own
+/// memory (as XLA's are; `unsafe_buffer_pointer` shows it, and memory handed out through
+/// DLPack may be written).
+fn distinct_outputs(results: &mut [Literal]) {
+    for out in results.iter_mut() {
+        if !out.data.is_empty() && Arc::strong_count(&out.data) > 1 {
             out.data = Arc::new(out.data.as_ref().clone());
         }
     }
@@ -1298,7 +1303,7 @@ fn evaluate(
         exe.inner.eval_options,
         &exe.inner.plans,
     )?;
-    distinct_outputs(args, &mut results);
+    distinct_outputs(&mut results);
     if results.len() != expected.len() {
         return Err(ClientError::Internal(format!(
             "{} returned {} values, its signature has {}",
@@ -1317,6 +1322,22 @@ fn evaluate(
         }
     }
     Ok(results)
+}
+
+/// The buffers of one device's results, computed already.
+fn ready_outputs(exe: &Executable, device: &Device, values: Vec<Literal>) -> Vec<Buffer> {
+    exe.output_types()
+        .iter()
+        .zip(values)
+        .map(|(ty, value)| {
+            Buffer::from_slot(
+                ty.clone(),
+                device.default_memory(),
+                device,
+                Slot::ready(value.data),
+            )
+        })
+        .collect()
 }
 
 /// One device's pending output slots and the buffers over them.

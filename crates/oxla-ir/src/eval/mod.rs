@@ -437,8 +437,8 @@ struct Interp<'m> {
     depth: usize,
     /// Block plans and compiled loops, kept across calls when the caller keeps the cache.
     cache: &'m PlanCache,
-    /// Values of the `constant` ops run so far, by op address: a loop body's constants are
-    /// built once, then shared.
+    /// Values of the `constant` ops run so far that the cache does not keep (the large
+    /// ones), by op address: a loop body's constants are built once, then shared.
     constants: AddrMap<Literal>,
     collectives: &'m dyn Collectives,
     /// Emptied value tables of finished calls, for the next calls.
@@ -692,13 +692,17 @@ impl<'m> Interp<'m> {
             K::CreateToken | K::AfterAll => vec![Value::Token],
             K::Constant => {
                 let key = op as *const Op as usize;
-                let lit = match self.constants.get(&key) {
-                    Some(lit) => lit.clone(),
-                    None => {
-                        let lit = shape::constant(cx)?;
-                        self.constants.insert(key, lit.clone());
-                        lit
-                    }
+                let lit = match self.cache.constant(op) {
+                    Some(lit) => lit,
+                    None => match self.constants.get(&key) {
+                        Some(lit) => lit.clone(),
+                        None => {
+                            let lit = shape::constant(cx)?;
+                            self.cache.keep_constant(op, &lit);
+                            self.constants.insert(key, lit.clone());
+                            lit
+                        }
+                    },
                 };
                 vec![Value::Tensor(lit)]
             }
