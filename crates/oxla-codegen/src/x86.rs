@@ -326,8 +326,14 @@ fn body(
 ) -> Result<(), IcedError> {
     let z = |r: u8| ZMM[lanes.base + usize::from(r)];
     let (s0, s1) = (lanes.scratch[6], lanes.scratch[7]);
-    for &(inst, d) in insts {
-        let d = z(d);
+    // The register whose lanes `masks[0]` holds as `!= 0`: the result of the last mask
+    // instruction (a compare and the like write the mask, then 1.0 under it), as long as no
+    // instruction since has written that register or the mask. A select or boolean op
+    // reading it takes the mask as it is instead of comparing the register again.
+    let mut held: Option<u8> = None;
+    for &(inst, dr) in insts {
+        let d = z(dr);
+        let holds = |r: u8| held == Some(r);
         match inst {
             Inst::Add(x, y) => a.vaddps(d, z(x), z(y))?,
             Inst::Subtract(x, y) => a.vsubps(d, z(x), z(y))?,
@@ -399,20 +405,29 @@ fn body(
             }
             Inst::And(x, y) => {
                 let m = lanes.masks[0];
-                a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                // The operand whose mask is held goes first, its compare left out.
+                let (x, y) = if holds(y) { (y, x) } else { (x, y) };
+                if !holds(x) {
+                    a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                }
                 a.vcmpps(under_k(m, m), z(y), constant(K::Zero), NEQ_UQ)?;
                 a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
             Inst::Or(x, y) => {
                 let [m1, m2] = lanes.masks;
-                a.vcmpps(m1, z(x), constant(K::Zero), NEQ_UQ)?;
+                let (x, y) = if holds(y) { (y, x) } else { (x, y) };
+                if !holds(x) {
+                    a.vcmpps(m1, z(x), constant(K::Zero), NEQ_UQ)?;
+                }
                 a.vcmpps(m2, z(y), constant(K::Zero), NEQ_UQ)?;
                 a.korw(m1, m1, m2)?;
                 a.vbroadcastss(under_zero(d, m1), dword_ptr(r15 + 4 * K::One as i32))?;
             }
             Inst::Select(p, t, f) => {
                 let m = lanes.masks[0];
-                a.vcmpps(m, z(p), constant(K::Zero), NEQ_UQ)?;
+                if !holds(p) {
+                    a.vcmpps(m, z(p), constant(K::Zero), NEQ_UQ)?;
+                }
                 a.vblendmps(under_z(d, m), z(f), z(t))?;
             }
             Inst::IntAdd(x, y) => a.vpaddd(d, z(x), z(y))?,
@@ -485,7 +500,9 @@ fn body(
             Inst::MaskToInt(x) => {
                 // 1 (all ones shifted right by 31) where the value is not zero.
                 let m = lanes.masks[0];
-                a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                if !holds(x) {
+                    a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                }
                 a.vpsrld(under_zero(d, m), constant(K::AllOnes), 31)?;
             }
             Inst::LoadScalar(k) => {
@@ -500,6 +517,46 @@ fn body(
                 a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
         }
+        held = match inst {
+            // These leave `masks[0]` holding their result's lanes.
+            Inst::Compare(..)
+            | Inst::IntCompare(..)
+            | Inst::Not(_)
+            | Inst::IsFinite(_)
+            | Inst::And(..)
+            | Inst::Or(..)
+            | Inst::IntToMask(_) => Some(dr),
+            // These leave it holding the condition they read.
+            Inst::Select(p, ..) | Inst::MaskToInt(p) => Some(p).filter(|&p| p != dr),
+            // These write neither a mask register nor any register but `d`.
+            Inst::Add(..)
+            | Inst::Subtract(..)
+            | Inst::Multiply(..)
+            | Inst::Divide(..)
+            | Inst::Negate(_)
+            | Inst::Abs(_)
+            | Inst::Sqrt(_)
+            | Inst::Rsqrt(_)
+            | Inst::IntAdd(..)
+            | Inst::IntSubtract(..)
+            | Inst::IntMultiply(..)
+            | Inst::BitAnd(..)
+            | Inst::BitOr(..)
+            | Inst::BitXor(..)
+            | Inst::BitNot(_)
+            | Inst::ShiftLeft(..)
+            | Inst::ShiftRightLogical(..)
+            | Inst::ShiftRightArithmetic(..)
+            | Inst::IntMaximum(..)
+            | Inst::IntMinimum(..)
+            | Inst::IntNegate(_)
+            | Inst::IntAbs(_)
+            | Inst::IntSign(..)
+            | Inst::IntToF32(..)
+            | Inst::F32ToInt(false, _)
+            | Inst::LoadScalar(_) => held.filter(|&r| r != dr),
+            _ => None,
+        };
     }
     Ok(())
 }

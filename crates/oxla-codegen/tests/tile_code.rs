@@ -209,6 +209,18 @@ fn extremum(x: f32, y: f32, max: bool, flushing: bool) -> f32 {
 
 /// A random program over `regs` registers with `n_inputs` inputs.
 fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProgram {
+    program_with(rng, n_inputs, n_insts, regs, false)
+}
+
+/// A random program as [`program`] describes; with `masks_often`, half the instructions are
+/// compares, boolean ops, selects and mask conversions (which pass masks to each other).
+fn program_with(
+    rng: &mut Rng,
+    n_inputs: usize,
+    n_insts: usize,
+    regs: u8,
+    masks_often: bool,
+) -> TileProgram {
     let mut defined: Vec<u8> = Vec::new();
     let mut inputs = Vec::new();
     for k in 0..n_inputs {
@@ -227,7 +239,12 @@ fn program(rng: &mut Rng, n_inputs: usize, n_insts: usize, regs: u8) -> TileProg
         let (a, b, c) = (pick(rng), pick(rng), pick(rng));
         let cmp = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.below(6)];
         let signed = rng.below(2) == 0;
-        let inst = match rng.below(47) {
+        let choice = if masks_often && rng.below(2) == 0 {
+            [10, 11, 12, 13, 14, 14, 32, 37, 38, 46][rng.below(10)]
+        } else {
+            rng.below(47)
+        };
+        let inst = match choice {
             46 => Inst::IsFinite(a),
             40 => Inst::IntDivide(signed, a, b),
             41 => Inst::IntRemainder(signed, a, b),
@@ -328,17 +345,30 @@ fn registers_at(p: &TileProgram, inputs: &[Vec<f32>], i: usize, row_len: usize) 
 
 #[test]
 fn generated_code_computes_the_scalar_bits() {
+    compare_random_programs(7, 8, 16, false);
+}
+
+#[test]
+fn masks_passed_between_instructions_give_the_scalar_bits() {
+    // Few registers and many mask instructions: results land on their own operands and on
+    // registers whose mask an earlier instruction left behind.
+    compare_random_programs(8, 3, 5, true);
+}
+
+/// Compiles 600 random programs (results in `min_regs..min_regs + spread` registers) and
+/// checks every element they compute against the scalar evaluation.
+fn compare_random_programs(seed: u64, min_regs: u8, spread: usize, masks_often: bool) {
     if !available() {
         eprintln!("no code generator on this machine: nothing to compare");
         return;
     }
-    let mut rng = Rng(7);
+    let mut rng = Rng(seed);
     let mut compared = 0usize;
     for case in 0..600 {
         let n_inputs = 1 + rng.below(5);
         let n_insts = 1 + rng.below(12);
-        let regs = 8 + rng.below(16) as u8;
-        let p = program(&mut rng, n_inputs, n_insts, regs);
+        let regs = min_regs + rng.below(spread) as u8;
+        let p = program_with(&mut rng, n_inputs, n_insts, regs, masks_often);
         let code = TileCode::compile(&p).expect("a program within the register budget compiles");
         let row_len = [1, 3, 15, 16, 17, 40, 1024][rng.below(7)];
         let rows = rng.below(5);
@@ -1169,4 +1199,40 @@ fn row_sums_follow_the_evaluators_order() {
         Some(128)
     );
     assert_eq!(s, [72.5; 4]);
+}
+
+#[test]
+fn a_select_written_over_its_condition_is_compared_again() {
+    if !available() {
+        eprintln!("no code generator on this machine: nothing to compare");
+        return;
+    }
+    // r2 = a > b; r2 = r2 ? a : b (the condition register overwritten); r3 = r2 && a. The
+    // mask the select read is `a > b`, not `r2 != 0` any more.
+    let p = TileProgram {
+        inputs: vec![(Input::Stream, 0), (Input::Stream, 1)],
+        insts: vec![
+            (Inst::Compare(Cmp::Gt, 0, 1), 2),
+            (Inst::Select(2, 0, 1), 2),
+            (Inst::And(2, 0), 3),
+        ],
+        outputs: vec![3],
+        row_sums: Vec::new(),
+    };
+    let code = TileCode::compile(&p).expect("compiles");
+    let a: Vec<f32> = (0..40).map(|i| (i % 5) as f32 - 1.0).collect();
+    let b: Vec<f32> = (0..40).map(|i| (i % 7) as f32 - 2.0).collect();
+    let mut out = vec![0.0f32; 40];
+    assert_eq!(code.run(&[&a, &b], &mut [&mut out], 0, 40, 40), Some(40));
+    for i in 0..40 {
+        let r2 = if a[i] > b[i] { a[i] } else { b[i] };
+        let want = mask(r2 != 0.0 && a[i] != 0.0);
+        assert_eq!(
+            out[i].to_bits(),
+            want.to_bits(),
+            "element {i}: a {} b {}",
+            a[i],
+            b[i]
+        );
+    }
 }

@@ -159,3 +159,40 @@ fn counters_too_long_for_the_narrow_type_keep_their_passes() {
     assert!(kinds.contains(&OpKind::ShiftRightLogical), "{kinds:?}");
     assert_same_results(&module, &after, &[], "long counters");
 }
+
+#[test]
+fn booleans_compared_with_boolean_constants_become_themselves_or_their_negation() {
+    // JAX's `%` tests `(r < 0) != (7 < 0)`, the second a folded `false`.
+    let text = "func.func @main(%x: tensor<40xi32>) -> (tensor<40xi1>, tensor<40xi1>, tensor<40xi1>, tensor<40xi1>, tensor<40xi1>, tensor<40xi1>) {
+  %zero = stablehlo.constant dense<0> : tensor<40xi32>
+  %neg = stablehlo.compare LT, %x, %zero, SIGNED : (tensor<40xi32>, tensor<40xi32>) -> tensor<40xi1>
+  %f = stablehlo.constant dense<false> : tensor<i1>
+  %fb = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<i1>) -> tensor<40xi1>
+  %t = stablehlo.constant dense<true> : tensor<40xi1>
+  %a = stablehlo.compare NE, %neg, %fb, UNSIGNED : (tensor<40xi1>, tensor<40xi1>) -> tensor<40xi1>
+  %b = stablehlo.compare EQ, %t, %neg, UNSIGNED : (tensor<40xi1>, tensor<40xi1>) -> tensor<40xi1>
+  %c = stablehlo.compare EQ, %neg, %fb, UNSIGNED : (tensor<40xi1>, tensor<40xi1>) -> tensor<40xi1>
+  %d = stablehlo.compare NE, %t, %neg, UNSIGNED : (tensor<40xi1>, tensor<40xi1>) -> tensor<40xi1>
+  %e = stablehlo.compare GT, %neg, %fb, UNSIGNED : (tensor<40xi1>, tensor<40xi1>) -> tensor<40xi1>
+  %g = stablehlo.compare EQ, %x, %zero, SIGNED : (tensor<40xi32>, tensor<40xi32>) -> tensor<40xi1>
+  return %a, %b, %c, %d, %e, %g : tensor<40xi1>, tensor<40xi1>, tensor<40xi1>, tensor<40xi1>, tensor<40xi1>, tensor<40xi1>
+}
+";
+    let module = parse_text(text).expect("parses");
+    let (after, changed) = transformed(&module);
+    assert!(changed >= 4, "{changed}");
+    verify_module(&after).expect("verifies");
+    let kinds: Vec<OpKind> = after.function("main").expect("main").body.blocks[0]
+        .ops
+        .iter()
+        .map(|op| op.kind.clone())
+        .collect();
+    let count = |k: OpKind| kinds.iter().filter(|&x| *x == k).count();
+    // `x < 0`, the ordered `>` and the integer `x == 0` stay; the four boolean equality
+    // tests become two negations.
+    assert_eq!(count(OpKind::Compare), 3, "{kinds:?}");
+    assert_eq!(count(OpKind::Not), 2, "{kinds:?}");
+    let x: Vec<i32> = (0..40).map(|i| (i * 37 % 23) - 11).collect();
+    let arg = Literal::from_i32(&[40], &x).expect("literal");
+    assert_same_results(&module, &after, &[arg], "boolean compares");
+}

@@ -12,10 +12,15 @@
 //! - `convert(iota)` to another integer type is an `iota` of that type when every index
 //!   fits it, and the conversion of a one-value integer constant is a constant;
 //!
+//! One boolean identity rides along, for the sign tests of JAX's integer `%` and `//`:
+//!
+//! - a boolean compared for equality with a boolean constant (or a broadcast of one) is
+//!   itself or its negation: `x != false` is `x`, `x == false` is `not x`;
+//!
 //! and the ops these leave unread (and other pure ops nothing reads) are dropped. Only
-//! integer values are touched.
+//! integer and boolean values are touched.
 
-use crate::attrs::{Attribute, ElementsAttr};
+use crate::attrs::{Attribute, ComparisonDirection, ElementsAttr};
 use crate::module::{Block, Function, Module, Op, Region, ValueId};
 use crate::ops::OpKind;
 use crate::types::{ElementType, TensorType, Type};
@@ -91,10 +96,32 @@ fn simplify_block(
         let Type::Tensor(ty) = function.value_type(result).clone() else {
             continue;
         };
+        let operand = |k: usize| op.operands.get(k).and_then(|v| known.get(v)).copied();
+        if ty.element_type.is_pred() {
+            // Compares of integers give booleans too; both operands of a compare have one type.
+            let of_booleans = |&(x, _): &(ValueId, bool)| matches!(function.value_type(x), Type::Tensor(t) if t.element_type.is_pred());
+            match boolean_compare(op, operand(0), operand(1)).filter(of_booleans) {
+                Some((x, false)) => {
+                    subst.insert(result, x);
+                    changed += 1;
+                }
+                Some((x, true)) => {
+                    let mut not = Op::new(OpKind::Not, vec![x], vec![result]);
+                    not.location = op.location.clone();
+                    *op = not;
+                    changed += 1;
+                }
+                None => {
+                    if let Some(k) = knowledge(op, &ty, known) {
+                        known.insert(result, k);
+                    }
+                }
+            }
+            continue;
+        }
         if !ty.element_type.is_int() {
             continue;
         }
-        let operand = |k: usize| op.operands.get(k).and_then(|v| known.get(v)).copied();
         match op.kind {
             OpKind::Multiply => {
                 // `x * 1`: reads of the product read `x`.
@@ -160,7 +187,28 @@ fn simplify_block(
     changed
 }
 
-/// What `op` (with one integer result of type `ty`) is known to compute.
+/// For an equality compare of two booleans, one of them a known constant (`a` and `b` are
+/// what is known of the operands): the other operand, and whether the result is its
+/// negation.
+fn boolean_compare(op: &Op, a: Option<Known>, b: Option<Known>) -> Option<(ValueId, bool)> {
+    if op.kind != OpKind::Compare {
+        return None;
+    }
+    let equal = match op.attr("comparison_direction")? {
+        Attribute::ComparisonDirection(ComparisonDirection::Eq) => true,
+        Attribute::ComparisonDirection(ComparisonDirection::Ne) => false,
+        _ => return None,
+    };
+    let (x, c) = match (a, b) {
+        (_, Some(Known::Splat(c))) => (op.operands[0], c != 0),
+        (Some(Known::Splat(c)), _) => (*op.operands.get(1)?, c != 0),
+        _ => return None,
+    };
+    // `x == true` and `x != false` are `x`; `x == false` and `x != true` are `not x`.
+    Some((x, equal != c))
+}
+
+/// What `op` (with one integer or boolean result of type `ty`) is known to compute.
 fn knowledge(op: &Op, ty: &TensorType, known: &HashMap<ValueId, Known>) -> Option<Known> {
     match op.kind {
         OpKind::Iota => {
@@ -189,7 +237,7 @@ fn knowledge(op: &Op, ty: &TensorType, known: &HashMap<ValueId, Known>) -> Optio
 fn splat_value(e: &ElementsAttr) -> Option<Known> {
     let et = e.ty.element_type;
     let size = et.byte_size();
-    if !et.is_int() || size == 0 || size > 8 {
+    if !(et.is_int() || et.is_pred()) || size == 0 || size > 8 {
         return None;
     }
     let first = e.data.get(..size)?;
@@ -272,6 +320,8 @@ fn pure(op: &Op) -> bool {
                 | K::And
                 | K::Or
                 | K::Xor
+                | K::Not
+                | K::Compare
         )
 }
 
