@@ -437,8 +437,8 @@ struct Interp<'m> {
     depth: usize,
     /// Block plans and compiled loops, kept across calls when the caller keeps the cache.
     cache: &'m PlanCache,
-    /// Values of the `constant` ops run so far that the cache does not keep (the large
-    /// ones), by op address: a loop body's constants are built once, then shared.
+    /// Values of the `constant` ops this call has built, by op address: a loop body's large
+    /// constants (which the cache does not keep between calls) are built once per call.
     constants: AddrMap<Literal>,
     collectives: &'m dyn Collectives,
     /// Emptied value tables of finished calls, for the next calls.
