@@ -9,10 +9,9 @@
 //! only the outputs are stored. A one-value input (or one value per row) whose register no
 //! instruction writes is broadcast once per run (or per row) instead of in every chunk. The
 //! rest of a row runs under a lane mask, so any length is handled and nothing past a slice
-//! is touched. [`LoopCode::compile`] does the same for a
-//! loop whose every iteration is such a program over carried values (a `fori_loop` with an
-//! elementwise body): the carried values stay in registers through all iterations of a
-//! chunk.
+//! is touched. [`LoopCode::compile`] does the same for a loop whose every iteration is such
+//! a program over carried values (a `fori_loop` with an elementwise body): the carried
+//! values stay in registers through all iterations of a chunk.
 //!
 //! The instructions are exact IEEE operations (add, subtract, multiply, divide, square root,
 //! floor and ceiling, compares), bit operations (negate, absolute value, selects, masks held as 0.0/1.0), XLA's

@@ -205,10 +205,10 @@ enum Step {
 }
 
 /// The kernel's program with registers given anew by liveness (a destination never shares
-/// a register with its instruction's sources), and how many registers it names. Inputs
-/// `pinned` (one flag per input) picks (one value, or one value per row) keep their register for the whole
-/// run, so the generated code loads them once (per run or per row) instead of in every
-/// chunk; the other one-value inputs become [`Input::OnDemand`], loaded by an
+/// a register with its instruction's sources), and how many registers it names. The inputs
+/// `pinned` marks (one flag per input; one value, or one value per row) keep their register
+/// for the whole run, so the generated code loads them once (per run or per row) instead of
+/// in every chunk; the other one-value inputs become [`Input::OnDemand`], loaded by an
 /// [`oxla_codegen::Inst::LoadScalar`] before each instruction that reads them (long chains
 /// with many constants, such as JAX's unrolled threefry hash, fit the registers that way).
 /// `None` when an output is an input read on demand or a register number overflows.

@@ -99,7 +99,10 @@ fn simplify_block(
         let operand = |k: usize| op.operands.get(k).and_then(|v| known.get(v)).copied();
         if ty.element_type.is_pred() {
             // Compares of integers give booleans too; both operands of a compare have one type.
-            let of_booleans = |&(x, _): &(ValueId, bool)| matches!(function.value_type(x), Type::Tensor(t) if t.element_type.is_pred());
+            let of_booleans = |&(x, _): &(ValueId, bool)| match function.value_type(x) {
+                Type::Tensor(t) => t.element_type.is_pred(),
+                _ => false,
+            };
             match boolean_compare(op, operand(0), operand(1)).filter(of_booleans) {
                 Some((x, false)) => {
                     subst.insert(result, x);
