@@ -32,11 +32,20 @@ impl Slot {
         })
     }
 
-    /// Stores the result and then completes the event; later calls have no effect.
-    pub(crate) fn fill(&self, result: Result<Arc<Vec<u8>>>) {
+    /// Stores the result, lets go of the producer's reference and then completes the event;
+    /// later calls have no effect.
+    ///
+    /// The reference goes first so that a waiter woken by the event, which drops the buffer
+    /// and runs the program again at once, finds its bytes already back in the evaluator's
+    /// buffer cache (the slot's `Drop`) instead of racing this thread for the last
+    /// reference: a lost race gave nothing back, so the next run took fresh memory and the
+    /// cache then kept one more buffer for good.
+    pub(crate) fn fill(self: Arc<Self>, result: Result<Arc<Vec<u8>>>) {
         let status = result.as_ref().map(|_| ()).map_err(Clone::clone);
         if self.data.set(result).is_ok() {
-            self.event.set(status);
+            let event = self.event.clone();
+            drop(self);
+            event.set(status);
         }
     }
 

@@ -752,13 +752,13 @@ impl LoadedExecutable {
                 }
                 match result {
                     Ok(values) => {
-                        for (slot, value) in out_slots.iter().zip(values) {
+                        for (slot, value) in out_slots.into_iter().zip(values) {
                             slot.fill(Ok(value.data));
                         }
                         job_done.set(Ok(()));
                     }
                     Err(err) => {
-                        for slot in &out_slots {
+                        for slot in out_slots {
                             slot.fill(Err(err.clone()));
                         }
                         job_done.set(Err(err));
@@ -847,19 +847,19 @@ impl LoadedExecutable {
             completions.push(Event::new());
         }
         // Hands `result` (the shards of devices `first..`) to those devices.
-        let deliver = |out_slots: &[Vec<Arc<Slot>>],
+        let deliver = |out_slots: Vec<Vec<Arc<Slot>>>,
                        done: &[Event],
                        result: Result<Vec<Vec<Arc<Vec<u8>>>>>| match result {
             Ok(per_device) => {
-                for ((slots, values), done) in out_slots.iter().zip(per_device).zip(done) {
-                    for (slot, value) in slots.iter().zip(values) {
+                for ((slots, values), done) in out_slots.into_iter().zip(per_device).zip(done) {
+                    for (slot, value) in slots.into_iter().zip(values) {
                         slot.fill(Ok(value));
                     }
                     done.set(Ok(()));
                 }
             }
             Err(err) => {
-                for (slots, done) in out_slots.iter().zip(done) {
+                for (slots, done) in out_slots.into_iter().zip(done) {
                     for slot in slots {
                         slot.fill(Err(err.clone()));
                     }
@@ -883,7 +883,7 @@ impl LoadedExecutable {
                     )
                 });
                 drop(slots);
-                deliver(&out_slots, &job_done, result);
+                deliver(out_slots, &job_done, result);
             };
             let trace_name = || format!("execute {} on {} devices", exe.name(), devices.len());
             devices[0]
@@ -921,11 +921,7 @@ impl LoadedExecutable {
                         Ok(_) => job_rendezvous.finish(process),
                         Err(err) => job_rendezvous.cancel(&format!("device {p} failed: {err}")),
                     }
-                    deliver(
-                        std::slice::from_ref(&out_slots),
-                        std::slice::from_ref(&done),
-                        result,
-                    );
+                    deliver(vec![out_slots], std::slice::from_ref(&done), result);
                 };
                 let trace_name = || format!("execute {} on device {}", exe.name(), device.id());
                 spawn_thread(&format!("oxla-device-{}", device.id()), job, |job| {
@@ -1505,6 +1501,54 @@ module {
         };
         assert!(err.message().contains("the host refused"), "{err}");
         unregister_host_call("oxla_test_reverse");
+    }
+
+    #[test]
+    fn a_result_is_held_only_by_its_buffer_when_it_becomes_ready() {
+        // Whoever the ready event wakes may drop the buffer and run again at once; its bytes
+        // must then go back to the buffer cache, which needs the worker's reference gone.
+        let client = crate::Client::new(&crate::ClientOptions::default()).unwrap();
+        let text = "
+func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+";
+        let exe = client
+            .compile(text.as_bytes(), CompileOptions::default())
+            .unwrap();
+        let device = &client.addressable_devices()[0];
+        for fail in [false, true] {
+            let ty = TensorType::new([4], oxla_ir::ElementType::F32);
+            let gate = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let producer_gate = gate.clone();
+            // An argument that is not ready yet: the run goes to a worker and waits there.
+            let (pending, _) = client
+                .buffer_from_producer(device, ty, move || {
+                    producer_gate.wait();
+                    if fail {
+                        return Err(ClientError::Internal("no bytes".to_string()));
+                    }
+                    Ok([1.0f32, 2.0, 3.0, 4.0]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect())
+                })
+                .unwrap();
+            let result = exe
+                .execute(&[vec![pending]], &ExecuteOptions::default())
+                .unwrap();
+            let output = &result.outputs[0][0];
+            let slot = Arc::downgrade(&output.slot("").unwrap());
+            let (tx, rx) = std::sync::mpsc::channel();
+            // Runs on the worker, inside the completion of the output's event.
+            output.ready_event().on_ready(move |status| {
+                tx.send((status.is_ok(), slot.strong_count())).unwrap();
+            });
+            gate.wait();
+            let (ok, holders) = rx.recv().unwrap();
+            assert_eq!((ok, holders), (!fail, 1), "failed run: {fail}");
+        }
     }
 
     #[test]
