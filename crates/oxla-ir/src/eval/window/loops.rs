@@ -103,7 +103,10 @@ pub(super) fn fold_windows<W: WindowFold>(geo: &Geometry, fold: &W, out: &mut [W
     let rows_per_task = (MIN_TASK_WORK / work_per_row).max(1);
     let tasks = out.chunks_mut(rows_per_task * row_len).enumerate();
     let run = |(t, chunk): (usize, &mut [W::Acc])| {
-        fold_rows(geo, q, lanes, fold, t * rows_per_task, chunk);
+        oxla_simd::vectorized(
+            #[inline(always)]
+            || fold_rows(geo, q, lanes, fold, t * rows_per_task, chunk),
+        );
     };
     if n_rows > rows_per_task {
         threads::for_each(tasks, run);
@@ -112,8 +115,14 @@ pub(super) fn fold_windows<W: WindowFold>(geo: &Geometry, fold: &W, out: &mut [W
     }
 }
 
+/// Lanes folded together in registers: an NHWC pool's channels, 32 at a time.
+const LANE_BLOCK: usize = 32;
+
 /// Folds the outputs of rows `first..` (a row: one index of the dimensions before `q`, all
-/// of `q` and the lanes) into `out`, whole rows.
+/// of `q` and the lanes) into `out`, whole rows. Lanes go [`LANE_BLOCK`] at a time through
+/// every window position in a local block the compiler keeps in vector registers, so each
+/// output is stored once instead of once per position.
+#[inline(always)]
 fn fold_rows<W: WindowFold>(
     geo: &Geometry,
     q: usize,
@@ -152,10 +161,25 @@ fn fold_rows<W: WindowFold>(
                 }
                 *acc = a;
             } else {
-                acc.fill(fold.start());
-                for &p in &prefix {
-                    for &k in &along {
-                        fold.fold_row(acc, p + k);
+                let mut blocks = acc.chunks_exact_mut(LANE_BLOCK);
+                let mut c = 0;
+                for acc in &mut blocks {
+                    let mut block = [fold.start(); LANE_BLOCK];
+                    for &p in &prefix {
+                        for &k in &along {
+                            fold.fold_row(&mut block, p + k + c);
+                        }
+                    }
+                    acc.copy_from_slice(&block);
+                    c += LANE_BLOCK;
+                }
+                let rest = blocks.into_remainder();
+                if !rest.is_empty() {
+                    rest.fill(fold.start());
+                    for &p in &prefix {
+                        for &k in &along {
+                            fold.fold_row(rest, p + k + c);
+                        }
                     }
                 }
             }

@@ -284,8 +284,22 @@ fn wide_pools_match_general_path() {
         ),
         ([3, 8, 40, 41], [1, 1, 2, 2], [1, 1, 2, 2], [0; 8]),
         ([4, 64, 64, 8], [1, 2, 2, 1], [1, 2, 2, 1], [0; 8]),
+        // Channels folded in register blocks of 32: two blocks and a rest, exactly two.
+        (
+            [2, 9, 10, 70],
+            [1, 3, 3, 1],
+            [1, 2, 2, 1],
+            [0, 0, 1, 1, 1, 1, 0, 0],
+        ),
+        ([3, 16, 16, 64], [1, 2, 2, 1], [1, 2, 2, 1], [0; 8]),
     ] {
-        for kind in [OpKind::Add, OpKind::Maximum] {
+        for (kind, et) in [
+            (OpKind::Add, ElementType::F32),
+            (OpKind::Maximum, ElementType::F32),
+            (OpKind::Add, ElementType::BF16),
+            (OpKind::Minimum, ElementType::F64),
+            (OpKind::Maximum, ElementType::S32),
+        ] {
             let win = Win {
                 window: window.to_vec(),
                 strides: strides.to_vec(),
@@ -295,15 +309,15 @@ fn wide_pools_match_general_path() {
             };
             let out_shape = win.out_shape(&shape).unwrap();
             let n = shape.iter().product::<i64>() as usize;
-            let x = lit_bytes(
-                &shape,
-                ElementType::F32,
-                random_bytes(&mut rng, ElementType::F32, n),
-            );
-            let init = init_for(&kind, ElementType::F32, &mut Rng(1));
+            let x = lit_bytes(&shape, et, random_bytes(&mut rng, et, n));
+            let init = init_for(&kind, et, &mut Rng(1));
             let m = module(kind.clone(), &x.ty, &out_shape, &win);
             let (typed, general) = typed_and_general(&m, &[x, init]);
-            assert_eq!(canonical(&typed), canonical(&general), "{kind:?} {shape:?}");
+            assert_eq!(
+                canonical(&typed),
+                canonical(&general),
+                "{kind:?} on {et} {shape:?}"
+            );
         }
     }
 }
