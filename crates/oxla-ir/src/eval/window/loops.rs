@@ -137,8 +137,14 @@ fn fold_rows<W: WindowFold>(
     // Input offsets of the window positions over dimensions before `q`, row-major.
     let mut prefix = Vec::new();
     let mut next = Vec::new();
-    // Input offsets of the window positions along `q` for one output.
+    // Input offsets of the window positions along `q`, output after output (the same for
+    // every row): those of output `oq` are `along[along_at[oq]..along_at[oq + 1]]`.
     let mut along = Vec::new();
+    let mut along_at = vec![0];
+    for oq in 0..out_q {
+        geo.for_each_source(q, oq, |i| along.push(i * in_str[q]));
+        along_at.push(along.len());
+    }
     for row in out.chunks_mut(out_q * lanes) {
         prefix.clear();
         prefix.push(0);
@@ -150,12 +156,11 @@ fn fold_rows<W: WindowFold>(
             std::mem::swap(&mut prefix, &mut next);
         }
         for (oq, acc) in row.chunks_mut(lanes).enumerate() {
-            along.clear();
-            geo.for_each_source(q, oq, |i| along.push(i * in_str[q]));
+            let along = &along[along_at[oq]..along_at[oq + 1]];
             if let [acc] = acc {
                 let mut a = fold.start();
                 for &p in &prefix {
-                    for &k in &along {
+                    for &k in along {
                         a = fold.fold_one(a, p + k);
                     }
                 }
@@ -166,7 +171,7 @@ fn fold_rows<W: WindowFold>(
                 for acc in &mut blocks {
                     let mut block = [fold.start(); LANE_BLOCK];
                     for &p in &prefix {
-                        for &k in &along {
+                        for &k in along {
                             fold.fold_row(&mut block, p + k + c);
                         }
                     }
@@ -177,7 +182,7 @@ fn fold_rows<W: WindowFold>(
                 if !rest.is_empty() {
                     rest.fill(fold.start());
                     for &p in &prefix {
-                        for &k in &along {
+                        for &k in along {
                             fold.fold_row(rest, p + k + c);
                         }
                     }
