@@ -52,6 +52,17 @@ fn both(text: &str, args: &[Literal]) -> (Literal, Literal) {
             errors.summary(10)
         );
     }
+    // What a rewrite leaves unread (the old divisor, its broadcast) is gone.
+    let block = &rewritten.functions[0].body.blocks[0];
+    let read: Vec<_> = block
+        .ops
+        .iter()
+        .flat_map(|op| op.operands.clone())
+        .collect();
+    for op in &block.ops {
+        let unread = !op.results.is_empty() && op.results.iter().all(|r| !read.contains(r));
+        assert!(!unread, "{:?} is left unread in:\n{text}", op.kind);
+    }
     let plain = run(&module, args, false).expect("runs").remove(0);
     let mut got = None;
     for fuse in [false, true] {

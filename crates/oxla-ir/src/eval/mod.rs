@@ -585,6 +585,7 @@ impl<'m> Interp<'m> {
                 Step::Fused(kernel) => exec_fused(frame, kernel)?,
                 Step::Rows(kernel) => self.exec_rows(frame, kernel)?,
                 Step::SwappedDot(op) => exec_tensor_op(frame, op)?,
+                Step::ScaledWindow(w) => self.exec_scaled_window(frame, block, w)?,
             }
             for v in &plan.frees[i] {
                 if let Some(Some(Value::Tensor(lit))) =

@@ -17,11 +17,28 @@ pub(crate) enum Step {
     /// A 2-D `dot_general` whose only use is a `transpose` by `[1, 0]`, as one product with
     /// its operands swapped that writes the transpose's result (this op).
     SwappedDot(Box<Op>),
+    /// A `reduce_window` whose only use is a product with a one-value factor, as one
+    /// window fold that scales each output as it is written (this product's result).
+    ScaledWindow(Box<ScaledWindow>),
 }
 
-/// The `dot_general`s of `block` that [`Step::SwappedDot`] can replace, with their
-/// transposes: `(dot index, transpose index, swapped op)`.
-fn swapped_dots(func: &Function, block: &Block) -> Vec<(usize, usize, Op)> {
+/// A one-input f32 `reduce_window` followed by `result = window * broadcast(scale)` (or
+/// `broadcast(scale) * window`): an average pool, whose `/ 4` `rewrite_divisions` turned
+/// into a product with a broadcast constant. The window's value and the broadcast are never
+/// stored; each output is the same product of the same two floats.
+pub(crate) struct ScaledWindow {
+    /// The index of the `reduce_window` in its block.
+    pub window: usize,
+    /// The product's result, which the step writes.
+    pub result: ValueId,
+    /// The one-element f32 value the product broadcasts.
+    pub scale: ValueId,
+    /// Whether the window's value is the product's left operand.
+    pub window_first: bool,
+}
+
+/// How many times each value is read in `block`, nested regions included.
+fn use_counts(block: &Block) -> HashMap<ValueId, usize> {
     let mut uses: HashMap<ValueId, usize> = HashMap::new();
     for op in &block.ops {
         let mut u = Vec::new();
@@ -30,6 +47,68 @@ fn swapped_dots(func: &Function, block: &Block) -> Vec<(usize, usize, Op)> {
             *uses.entry(v).or_default() += 1;
         }
     }
+    uses
+}
+
+/// The `reduce_window`s of `block` that [`Step::ScaledWindow`] can replace: `(window index,
+/// product index, broadcast index, step)`.
+fn scaled_windows(func: &Function, block: &Block) -> Vec<(usize, usize, usize, ScaledWindow)> {
+    let uses = use_counts(block);
+    let f32_tensor = |v: &ValueId| match func.values.get(v.index()) {
+        Some(Type::Tensor(t)) if t.element_type == crate::ElementType::F32 => Some(t),
+        _ => None,
+    };
+    let mut defined_at: HashMap<ValueId, usize> = HashMap::new();
+    for (i, op) in block.ops.iter().enumerate() {
+        for &r in &op.results {
+            defined_at.insert(r, i);
+        }
+    }
+    let mut found = Vec::new();
+    for (j, product) in block.ops.iter().enumerate() {
+        let ([a, b], [result]) = (product.operands.as_slice(), product.results.as_slice()) else {
+            continue;
+        };
+        if product.kind != OpKind::Multiply || f32_tensor(result).is_none() {
+            continue;
+        }
+        for (window_first, (w, f)) in [(true, (a, b)), (false, (b, a))] {
+            let (Some(&i), Some(&k)) = (defined_at.get(w), defined_at.get(f)) else {
+                continue;
+            };
+            let (window, broadcast) = (&block.ops[i], &block.ops[k]);
+            let single_use = |v: &ValueId| uses.get(v) == Some(&1);
+            let one_f32 = |v: &ValueId| f32_tensor(v).is_some_and(|t| t.num_elements() == Some(1));
+            let fits = window.kind == OpKind::ReduceWindow
+                && window.operands.len() == 2
+                && window.results.len() == 1
+                && window.regions.len() == 1
+                && broadcast.kind == OpKind::BroadcastInDim
+                && broadcast.operands.len() == 1
+                && a != b
+                && single_use(w)
+                && single_use(f)
+                && one_f32(&broadcast.operands[0])
+                && f32_tensor(w) == f32_tensor(result);
+            if fits {
+                let step = ScaledWindow {
+                    window: i,
+                    result: *result,
+                    scale: broadcast.operands[0],
+                    window_first,
+                };
+                found.push((i, j, k, step));
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// The `dot_general`s of `block` that [`Step::SwappedDot`] can replace, with their
+/// transposes: `(dot index, transpose index, swapped op)`.
+fn swapped_dots(func: &Function, block: &Block) -> Vec<(usize, usize, Op)> {
+    let uses = use_counts(block);
     let mut found = Vec::new();
     for (i, dot) in block.ops.iter().enumerate() {
         let [result] = dot.results.as_slice() else {
@@ -104,7 +183,23 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
             kernels: Vec::new(),
         }
     };
-    let groups = find_groups(func, block, fuse, &row_groups.in_group);
+    // Scaled windows take their product and broadcast out of the fused groups.
+    let mut taken = row_groups.in_group.clone();
+    let mut scaled: HashMap<usize, ScaledWindow> = HashMap::new();
+    let mut folded = vec![false; block.ops.len()];
+    if fuse {
+        for (i, j, k, step) in scaled_windows(func, block) {
+            if [i, j, k].iter().all(|&x| !taken[x]) {
+                for x in [i, j, k] {
+                    taken[x] = true;
+                }
+                folded[i] = true;
+                folded[k] = true;
+                scaled.insert(j, step);
+            }
+        }
+    }
+    let groups = find_groups(func, block, fuse, &taken);
     let mut row_runs_at: HashMap<usize, usize> = HashMap::new();
     for (k, (_, last)) in row_groups.kernels.iter().enumerate() {
         row_runs_at.insert(*last, k);
@@ -118,10 +213,9 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
         kernels.push(Some(kernel));
     }
     let mut swapped: HashMap<usize, Op> = HashMap::new();
-    let mut folded = vec![false; block.ops.len()];
     if fuse {
         for (i, j, op) in swapped_dots(func, block) {
-            if !row_groups.in_group[i] && !row_groups.in_group[j] && groups.of_op[j].is_none() {
+            if !taken[i] && !taken[j] && groups.of_op[j].is_none() {
                 swapped.insert(i, op);
                 folded[j] = true;
             }
@@ -131,6 +225,10 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
     for (i, &folded) in folded.iter().enumerate() {
         if let Some(op) = swapped.remove(&i) {
             steps.push(Step::SwappedDot(Box::new(op)));
+            continue;
+        }
+        if let Some(step) = scaled.remove(&i) {
+            steps.push(Step::ScaledWindow(Box::new(step)));
             continue;
         }
         if folded {
@@ -176,6 +274,13 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
                 uses.push(op.operands.clone());
                 defs.push(op.results.clone());
             }
+            Step::ScaledWindow(w) => {
+                let mut u = Vec::new();
+                collect_uses(&block.ops[w.window], &mut u);
+                u.push(w.scale);
+                uses.push(u);
+                defs.push(vec![w.result]);
+            }
         }
     }
     let mut last_use: HashMap<ValueId, usize> = HashMap::new();
@@ -216,7 +321,9 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
                     .filter(|v| op.operands.contains(v) && !inner.contains(v))
                     .collect()
             }
-            Step::Fused(_) | Step::Rows(_) | Step::SwappedDot(_) => Vec::new(),
+            Step::Fused(_) | Step::Rows(_) | Step::SwappedDot(_) | Step::ScaledWindow(_) => {
+                Vec::new()
+            }
         })
         .collect();
     let arg_used = block

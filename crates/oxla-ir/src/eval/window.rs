@@ -22,11 +22,12 @@ mod typed_tests;
 
 use super::body::{classify, region, take, BodyKind};
 use super::context::{extents, strides, OpCx};
+use super::plan::ScaledWindow;
 use super::reduce::lane_safe;
 use super::typed::{build_overwritten, view_bytes, Plain};
 use super::{tensor_operand, Frame, Interp, Value};
 use crate::attrs::{ComparisonDirection, ComparisonType};
-use crate::{Attribute, ElementType, IrError, Literal, OpKind, Region, TensorType};
+use crate::{Attribute, Block, ElementType, IrError, Literal, OpKind, Region, TensorType};
 
 /// Window geometry of one op, validated against the input shape.
 struct Geometry {
@@ -258,12 +259,14 @@ fn typed_reduce_window(
     input: &Literal,
     init: &Literal,
     out_ty: TensorType,
+    scale: Option<Scale>,
 ) -> Option<Result<Literal, IrError>> {
     let et = input.ty.element_type;
     if init.ty.element_type != et
         || out_ty.element_type != et
         || !geo.small
         || geo.in_ext.is_empty()
+        || (scale.is_some() && et != ElementType::F32)
     {
         return None;
     }
@@ -275,6 +278,7 @@ fn typed_reduce_window(
         input: &'a Literal,
         init: &'a Literal,
         out_ty: TensorType,
+        scale: Option<Scale>,
     }
     impl element_fn::Visit for Work<'_> {
         type Out = Result<Literal, IrError>;
@@ -285,10 +289,23 @@ fn typed_reduce_window(
             let x = view_bytes::<T>(&self.input.data);
             let init = view_bytes::<T>(&self.init.data)[0];
             let n = self.out_ty.num_elements().unwrap_or(0);
+            // Only f32 windows are given a scale (checked above).
+            let scale = self.scale.filter(|_| T::ET == ElementType::F32);
+            let finish = |out: &mut [T]| {
+                if let Some(scale) = scale {
+                    scale.apply(bytemuck::cast_slice_mut(out));
+                }
+            };
             build_overwritten(self.out_ty, n, |out: &mut [T]| {
                 match scan::scan_of(self.geo) {
-                    Some(s) => scan::scan(&s, &x, init, f, out),
-                    None => loops::fold_windows(self.geo, &loops::Reduce { x: &x, init, f }, out),
+                    Some(s) => {
+                        scan::scan(&s, &x, init, f, out);
+                        finish(out);
+                    }
+                    None => {
+                        let fold = loops::Reduce { x: &x, init, f };
+                        loops::fold_windows(self.geo, &fold, out, finish);
+                    }
                 }
             })
         }
@@ -298,8 +315,30 @@ fn typed_reduce_window(
         input,
         init,
         out_ty,
+        scale,
     };
     element_fn::with_element_fn(kind, et, work)
+}
+
+/// The product a [`ScaledWindow`] applies to each f32 output.
+#[derive(Clone, Copy)]
+struct Scale {
+    factor: f32,
+    /// Whether the window's value is the left operand (the order decides which NaN
+    /// payload a product of two NaNs keeps).
+    window_first: bool,
+}
+
+impl Scale {
+    #[inline(always)]
+    fn apply(self, out: &mut [f32]) {
+        let s = self.factor;
+        if self.window_first {
+            out.iter_mut().for_each(|v| *v *= s);
+        } else {
+            out.iter_mut().for_each(|v| *v = s * *v);
+        }
+    }
 }
 
 /// `select_and_scatter` whose select region is `compare(dir, selected, candidate)` and
@@ -343,7 +382,7 @@ fn typed_select_and_scatter(
                 keep: P,
                 selected: &mut [usize],
             ) {
-                loops::fold_windows(geo, &loops::Select { x, keep }, selected);
+                loops::fold_windows(geo, &loops::Select { x, keep }, selected, |_| {});
             }
             let (geo, s) = (self.geo, &mut selected);
             match self.dir {
@@ -427,6 +466,47 @@ impl<'m> Interp<'m> {
         frame: &mut Frame<'m>,
         cx: OpCx<'m>,
     ) -> Result<Vec<Value>, IrError> {
+        self.reduce_window(frame, cx, None)
+    }
+
+    /// Runs a [`ScaledWindow`] step: the window fold, each output multiplied by the factor
+    /// as it is written.
+    pub(super) fn exec_scaled_window(
+        &mut self,
+        frame: &mut Frame<'m>,
+        block: &'m Block,
+        step: &ScaledWindow,
+    ) -> Result<(), IrError> {
+        let op = block.ops.get(step.window).ok_or_else(|| IrError::Eval {
+            detail: "a scaled window names an op outside its block".to_string(),
+        })?;
+        let cx = OpCx {
+            op,
+            func: frame.func,
+        };
+        let factor = tensor_operand(frame, cx, step.scale)?;
+        let factor = match (factor.ty.element_type, factor.data.as_slice()) {
+            (ElementType::F32, &[a, b, c, d]) => f32::from_le_bytes([a, b, c, d]),
+            _ => return Err(cx.invalid("the scale of a scaled window must be one f32")),
+        };
+        let scale = Scale {
+            factor,
+            window_first: step.window_first,
+        };
+        let mut results = self.reduce_window(frame, cx, Some(scale))?;
+        match results.pop() {
+            Some(value) if results.is_empty() => super::set_value(frame, step.result, value),
+            _ => Err(cx.invalid("a scaled window has one result")),
+        }
+    }
+
+    /// `reduce_window`, its single f32 result multiplied by `scale` when given.
+    fn reduce_window(
+        &mut self,
+        frame: &mut Frame<'m>,
+        cx: OpCx<'m>,
+        scale: Option<Scale>,
+    ) -> Result<Vec<Value>, IrError> {
         let n_operands = cx.op.operands.len();
         if n_operands < 2 || !n_operands.is_multiple_of(2) {
             return Err(cx.invalid("needs inputs and as many init values"));
@@ -456,9 +536,13 @@ impl<'m> Interp<'m> {
             check_init(cx, init, ty)?;
             out_tys.push(ty);
         }
+        if scale.is_some() && (n != 1 || out_tys[0].element_type != ElementType::F32) {
+            return Err(cx.invalid("only one f32 window result can be scaled"));
+        }
         let body = classify(region(cx, 0)?, n);
         if let ([input], [init], BodyKind::Simple(kind)) = (&inputs[..], &inits[..], &body.kind) {
-            if let Some(out) = typed_reduce_window(&geo, kind, input, init, out_tys[0].clone()) {
+            let out_ty = out_tys[0].clone();
+            if let Some(out) = typed_reduce_window(&geo, kind, input, init, out_ty, scale) {
                 return Ok(vec![Value::Tensor(out?)]);
             }
         }
@@ -482,6 +566,13 @@ impl<'m> Interp<'m> {
             }
             self.combine_wave(frame, cx, &body, &mut acc, &inputs, &dsts, &srcs)
         })?;
+        if let (Some(scale), [out]) = (scale, &mut acc[..]) {
+            let mut values = out
+                .to_f32_vec()
+                .ok_or_else(|| cx.invalid("a scaled window's result must be f32"))?;
+            scale.apply(&mut values);
+            *out = Literal::from_f32(&out.ty.shape, &values)?;
+        }
         Ok(acc.into_iter().map(Value::Tensor).collect())
     }
 

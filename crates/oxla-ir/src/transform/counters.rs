@@ -325,6 +325,8 @@ fn pure(op: &Op) -> bool {
                 | K::Xor
                 | K::Not
                 | K::Compare
+                | K::Sqrt
+                | K::Rsqrt
         )
 }
 
@@ -342,7 +344,7 @@ fn collect_reads(op: &Op, read: &mut HashSet<ValueId>) {
 
 /// Drops, innermost first, the pure ops of `region` whose results nothing reads (`outer`
 /// holds the values read after the region's op); returns how many.
-fn drop_unread(region: &mut Region, outer: &HashSet<ValueId>) -> usize {
+pub(super) fn drop_unread(region: &mut Region, outer: &HashSet<ValueId>) -> usize {
     let mut dropped = 0;
     for block in &mut region.blocks {
         // Walking backwards, every read of a value comes before its definition.

@@ -23,6 +23,8 @@
 //! operand, then rounded once to `bf16`; the root rules do not apply to `bf16` (a root's
 //! result is rounded to `bf16` before the division sees it).
 //!
+//! Ops a rewrite leaves unread (the old divisor and its broadcast) are dropped.
+//!
 //! Left out: `a / 1` (XLA drops the division, which keeps a denormal `a`), the regrouping of
 //! chained divisions (`(a / b) / c` into `a / (b * c)`) and `a / pow(b, c)`.
 
@@ -70,6 +72,11 @@ fn rewrite_function(function: &mut Function) -> usize {
     rewriter.scan(&function.body);
     let mut body = std::mem::take(&mut function.body);
     rewriter.rewrite_region(function, &mut body);
+    if rewriter.rewritten > 0 {
+        // A rewritten division leaves its divisor's broadcast (and constant) unread; left
+        // in, a broadcast no fused group takes would still be built in full on every call.
+        super::counters::drop_unread(&mut body, &std::collections::HashSet::new());
+    }
     function.body = body;
     rewriter.rewritten
 }

@@ -82,8 +82,14 @@ impl<T: Copy + Sync, P: Fn(T, T) -> bool + Sync> WindowFold for Select<'_, T, P>
     }
 }
 
-/// Folds every output's window into `out` (row-major, `geo.out_ext`) with `fold`.
-pub(super) fn fold_windows<W: WindowFold>(geo: &Geometry, fold: &W, out: &mut [W::Acc]) {
+/// Folds every output's window into `out` (row-major, `geo.out_ext`) with `fold`, then
+/// applies `finish` to each task's outputs while they are still in cache.
+pub(super) fn fold_windows<W: WindowFold>(
+    geo: &Geometry,
+    fold: &W,
+    out: &mut [W::Acc],
+    finish: impl Fn(&mut [W::Acc]) + Sync,
+) {
     let rank = geo.in_ext.len();
     // The first dimension of the trailing run the window leaves alone; never dimension 0,
     // so that at least one dimension is windowed.
@@ -105,7 +111,10 @@ pub(super) fn fold_windows<W: WindowFold>(geo: &Geometry, fold: &W, out: &mut [W
     let run = |(t, chunk): (usize, &mut [W::Acc])| {
         oxla_simd::vectorized(
             #[inline(always)]
-            || fold_rows(geo, q, lanes, fold, t * rows_per_task, chunk),
+            || {
+                fold_rows(geo, q, lanes, fold, t * rows_per_task, chunk);
+                finish(chunk);
+            },
         );
     };
     if n_rows > rows_per_task {

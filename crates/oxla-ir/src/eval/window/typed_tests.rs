@@ -590,3 +590,114 @@ fn typed_select_and_scatter_matches_general_path() {
         ran += 1;
     }
 }
+
+/// `reduce_window(x, init)` of `kind`, then a product with `broadcast(s)` on the side given.
+fn scaled_module(
+    kind: OpKind,
+    x: &TensorType,
+    out_shape: &[i64],
+    win: &Win,
+    first: bool,
+) -> Module {
+    let f = ElementType::F32;
+    let (mut b, p) = FuncBuilder::new(&[Type::Tensor(x.clone()), t(&[], f), t(&[], f)]);
+    let s = t(&[], f);
+    let region = b.region(&[s.clone(), s.clone()], |b, a| {
+        vec![b.op(kind.clone(), &[a[0], a[1]], s.clone(), vec![])]
+    });
+    let r = b.op_full(
+        OpKind::ReduceWindow,
+        &p[..2],
+        &[t(out_shape, f)],
+        win.attrs(),
+        vec![region],
+    );
+    let dims = vec![("broadcast_dimensions", i64s(&[]))];
+    let factor = b.op(OpKind::BroadcastInDim, &[p[2]], t(out_shape, f), dims);
+    let operands = if first {
+        [r[0], factor]
+    } else {
+        [factor, r[0]]
+    };
+    let product = b.op(OpKind::Multiply, &operands, t(out_shape, f), vec![]);
+    b.finish(&[product])
+}
+
+#[test]
+fn scaled_windows_give_the_bits_of_the_window_then_the_product() {
+    // An average pool's `/ 4` joins the window fold (a `ScaledWindow` step); against the
+    // window and the product run one after the other (no fusion), on the typed and the
+    // general path, the window's value on either side of the product.
+    let f = ElementType::F32;
+    let mut rng = Rng(0x5ca1ed);
+    for (shape, window, strides, pad) in [
+        ([2, 16, 16, 40], [1, 2, 2, 1], [1, 2, 2, 1], [0; 8]),
+        (
+            [2, 9, 10, 7],
+            [1, 3, 3, 1],
+            [1, 2, 2, 1],
+            [0, 0, 1, 1, 1, 1, 0, 0],
+        ),
+        ([3, 4, 40, 41], [1, 1, 2, 2], [1, 1, 2, 2], [0; 8]),
+        (
+            [1, 1, 1, 300],
+            [1, 1, 1, 300],
+            [1, 1, 1, 1],
+            [0, 0, 0, 0, 0, 0, 299, 0],
+        ),
+    ] {
+        let win = Win {
+            window: window.to_vec(),
+            strides: strides.to_vec(),
+            base_dil: vec![1; 4],
+            win_dil: vec![1; 4],
+            padding: pad.to_vec(),
+        };
+        let out_shape = win.out_shape(&shape).unwrap();
+        let n = shape.iter().product::<i64>() as usize;
+        for (kind, first, factor) in [
+            (OpKind::Add, true, 0.25f32),
+            (OpKind::Add, false, 1.0 / 9.0),
+            (OpKind::Maximum, true, -3.0),
+            (OpKind::Add, true, f32::NAN),
+            (OpKind::Add, false, 1e-39),
+        ] {
+            let x = lit_bytes(&shape, f, random_bytes(&mut rng, f, n));
+            let m = scaled_module(kind.clone(), &x.ty, &out_shape, &win, first);
+            let block = &m.functions[0].body.blocks[0];
+            let plan = super::super::plan::plan_block(&m.functions[0], block, true, true);
+            let scaled = plan
+                .steps
+                .iter()
+                .filter(|s| matches!(s, super::super::plan::Step::ScaledWindow(_)))
+                .count();
+            assert_eq!(
+                scaled, 1,
+                "{shape:?}: the window and product were not joined"
+            );
+            let init = if kind == OpKind::Add {
+                0.0
+            } else {
+                f32::NEG_INFINITY
+            };
+            let args = [x, f32s(&[], &[init]), f32s(&[], &[factor])];
+            let run = |fuse: bool| {
+                let options = crate::eval::EvalOptions { fuse };
+                let none = crate::eval::SingleDevice;
+                crate::eval::run_function_with_options(&m, "main", &args, &none, options)
+                    .unwrap()
+                    .remove(0)
+            };
+            let apart = canonical(&run(false));
+            assert_eq!(
+                canonical(&run(true)),
+                apart,
+                "{kind:?} {shape:?} x {factor}"
+            );
+            GENERAL_ONLY.with(|g| g.set(true));
+            let general = run(true);
+            GENERAL_ONLY.with(|g| g.set(false));
+            assert_eq!(canonical(&general), apart, "general {kind:?} {shape:?}");
+        }
+    }
+}
