@@ -33,8 +33,6 @@ pub(crate) struct ScaledWindow {
     pub result: ValueId,
     /// The one-element f32 value the product broadcasts.
     pub scale: ValueId,
-    /// Whether the window's value is the product's left operand.
-    pub window_first: bool,
 }
 
 /// How many times each value is read in `block`, nested regions included.
@@ -72,7 +70,7 @@ fn scaled_windows(func: &Function, block: &Block) -> Vec<(usize, usize, usize, S
         if product.kind != OpKind::Multiply || f32_tensor(result).is_none() {
             continue;
         }
-        for (window_first, (w, f)) in [(true, (a, b)), (false, (b, a))] {
+        for (w, f) in [(a, b), (b, a)] {
             let (Some(&i), Some(&k)) = (defined_at.get(w), defined_at.get(f)) else {
                 continue;
             };
@@ -95,7 +93,6 @@ fn scaled_windows(func: &Function, block: &Block) -> Vec<(usize, usize, usize, S
                     window: i,
                     result: *result,
                     scale: broadcast.operands[0],
-                    window_first,
                 };
                 found.push((i, j, k, step));
                 break;

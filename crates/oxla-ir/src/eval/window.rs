@@ -320,24 +320,19 @@ fn typed_reduce_window(
     element_fn::with_element_fn(kind, et, work)
 }
 
-/// The product a [`ScaledWindow`] applies to each f32 output.
+/// The product a [`ScaledWindow`] applies to each f32 output (on either side of the
+/// product: only a NaN's payload could tell, and the op-by-op product does not fix the
+/// order either).
 #[derive(Clone, Copy)]
 struct Scale {
     factor: f32,
-    /// Whether the window's value is the left operand (the order decides which NaN
-    /// payload a product of two NaNs keeps).
-    window_first: bool,
 }
 
 impl Scale {
     #[inline(always)]
     fn apply(self, out: &mut [f32]) {
         let s = self.factor;
-        if self.window_first {
-            out.iter_mut().for_each(|v| *v *= s);
-        } else {
-            out.iter_mut().for_each(|v| *v = s * *v);
-        }
+        out.iter_mut().for_each(|v| *v *= s);
     }
 }
 
@@ -489,10 +484,7 @@ impl<'m> Interp<'m> {
             (ElementType::F32, &[a, b, c, d]) => f32::from_le_bytes([a, b, c, d]),
             _ => return Err(cx.invalid("the scale of a scaled window must be one f32")),
         };
-        let scale = Scale {
-            factor,
-            window_first: step.window_first,
-        };
+        let scale = Scale { factor };
         let mut results = self.reduce_window(frame, cx, Some(scale))?;
         match results.pop() {
             Some(value) if results.is_empty() => super::set_value(frame, step.result, value),
