@@ -271,6 +271,19 @@ fn typed_windows_match_general_path() {
     }
 }
 
+/// An undilated 4-D window and its output shape over `shape`.
+fn pool(shape: &[i64], window: [i64; 4], strides: [i64; 4], pad: [i64; 8]) -> (Win, Vec<i64>) {
+    let win = Win {
+        window: window.to_vec(),
+        strides: strides.to_vec(),
+        base_dil: vec![1; 4],
+        win_dil: vec![1; 4],
+        padding: pad.to_vec(),
+    };
+    let out_shape = win.out_shape(shape).unwrap();
+    (win, out_shape)
+}
+
 #[test]
 fn wide_pools_match_general_path() {
     // NHWC and NCHW pools big enough to split over threads, lanes of several widths.
@@ -300,14 +313,7 @@ fn wide_pools_match_general_path() {
             (OpKind::Minimum, ElementType::F64),
             (OpKind::Maximum, ElementType::S32),
         ] {
-            let win = Win {
-                window: window.to_vec(),
-                strides: strides.to_vec(),
-                base_dil: vec![1; 4],
-                win_dil: vec![1; 4],
-                padding: pad.to_vec(),
-            };
-            let out_shape = win.out_shape(&shape).unwrap();
+            let (win, out_shape) = pool(&shape, window, strides, pad);
             let n = shape.iter().product::<i64>() as usize;
             let x = lit_bytes(&shape, et, random_bytes(&mut rng, et, n));
             let init = init_for(&kind, et, &mut Rng(1));
@@ -646,14 +652,7 @@ fn scaled_windows_give_the_bits_of_the_window_then_the_product() {
             [0, 0, 0, 0, 0, 0, 299, 0],
         ),
     ] {
-        let win = Win {
-            window: window.to_vec(),
-            strides: strides.to_vec(),
-            base_dil: vec![1; 4],
-            win_dil: vec![1; 4],
-            padding: pad.to_vec(),
-        };
-        let out_shape = win.out_shape(&shape).unwrap();
+        let (win, out_shape) = pool(&shape, window, strides, pad);
         let n = shape.iter().product::<i64>() as usize;
         for (kind, first, factor) in [
             (OpKind::Add, true, 0.25f32),
