@@ -73,6 +73,32 @@ def test_conv_nhwc_and_gradients(case):
     check(jax.grad(lambda x, w: jnp.sum(jnp.tanh(fn(x, w))), argnums=(0, 1)), x, w, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
+def test_cnn_training_step_gradients(dtype):
+    # A small NHWC network's weight and input gradients at sizes where the kernel
+    # gradients split over threads and sum their windows in several chunks: an RGB first
+    # layer (a batch of 3 in the gradient's convolution), a strided layer (its input
+    # gradient dilates, its kernel gradient has a dilated window) and a 1x1 layer.
+    x = data((8, 32, 32, 3), np.float32, 4)
+    ws = [
+        data((3, 3, 3, 16), np.float32, 5) * 0.3,
+        data((3, 3, 16, 32), np.float32, 6) * 0.1,
+        data((1, 1, 32, 8), np.float32, 7) * 0.2,
+    ]
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(ws, x):
+        h = x.astype(dtype)
+        for w, stride in zip(ws, (1, 2, 1)):
+            h = lax.conv_general_dilated(h, w.astype(dtype), (stride, stride), "SAME",
+                                         dimension_numbers=dn)
+            h = jax.nn.relu(h)
+        return jnp.mean(h.astype(jnp.float32) ** 2)
+
+    tol = 2e-2 if dtype == jnp.bfloat16 else 1e-5
+    check(jax.grad(loss, argnums=(0, 1)), ws, x, atol=tol, rtol=tol)
+
+
 @pytest.mark.parametrize("shape", [(1, 5, 3), (2, 8, 2)])
 def test_conv_1d_and_3d(shape):
     x = data(shape, np.float32, 4)

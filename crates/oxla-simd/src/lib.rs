@@ -20,7 +20,7 @@ mod matmul;
 mod transpose;
 pub use denormals::FlushDenormals;
 pub use fold::{fold_lanes_f32, LaneFold, FOLD_LANES};
-pub use matmul::{matmul, GemmScalar, Strided};
+pub use matmul::{matmul, matmul_add, GemmScalar, Strided};
 pub use transpose::transpose32;
 
 /// Which instruction-set level this CPU offers, detected once.

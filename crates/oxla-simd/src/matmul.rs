@@ -55,6 +55,40 @@ pub fn matmul<T: GemmScalar>(
     out: &mut [T],
     threaded: bool,
 ) -> bool {
+    product(m, k, n, a, sa, b, sb, out, threaded, false)
+}
+
+/// `out += a * b`, as [`matmul`] otherwise (`out` keeps its values when a view does not
+/// fit): for sums split into several products along `k`.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_add<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+    threaded: bool,
+) -> bool {
+    product(m, k, n, a, sa, b, sb, out, threaded, true)
+}
+
+/// [`matmul`] (`accumulate` false) or [`matmul_add`].
+#[allow(clippy::too_many_arguments)]
+fn product<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+    threaded: bool,
+    accumulate: bool,
+) -> bool {
     if m.checked_mul(n) != Some(out.len()) {
         return false;
     }
@@ -62,7 +96,9 @@ pub fn matmul<T: GemmScalar>(
         return true;
     }
     if k == 0 {
-        out.fill(T::ZERO);
+        if !accumulate {
+            out.fill(T::ZERO);
+        }
         return true;
     }
     if !fits(a.len(), sa, m, k) || !fits(b.len(), sb, k, n) || isize::try_from(n).is_err() {
@@ -72,7 +108,8 @@ pub fn matmul<T: GemmScalar>(
     // p * sa.col]` for i < m, p < k and likewise for `b`, lies inside its slice, and that the
     // strides fit `isize`; `out` is exactly m x n row-major (row stride n, column stride 1),
     // and being a `&mut` it cannot overlap `a` or `b`. With `read_dst == false` the kernel
-    // only writes `out`. `T` is f32 or f64, the types `gemm` dispatches on.
+    // only writes `out`; with `true` it also reads it (initialized, being a `&mut [T]`).
+    // `T` is f32 or f64, the types `gemm` dispatches on.
     unsafe {
         gemm::gemm(
             m,
@@ -81,14 +118,14 @@ pub fn matmul<T: GemmScalar>(
             out.as_mut_ptr(),
             1,
             n as isize,
-            false,
+            accumulate,
             a.as_ptr().add(sa.offset),
             sa.col as isize,
             sa.row as isize,
             b.as_ptr().add(sb.offset),
             sb.col as isize,
             sb.row as isize,
-            T::ZERO,
+            if accumulate { T::ONE } else { T::ZERO },
             T::ONE,
             false,
             false,
@@ -183,6 +220,69 @@ mod tests {
             col: 1,
         };
         assert!(!matmul(2, 2, 2, &a, huge, &a, s, &mut out, true));
+    }
+
+    #[test]
+    fn accumulated_products_add_to_what_the_output_held() {
+        // Two halves of a product along `k`, the second added to the first, and an empty
+        // contraction that leaves the output as it was.
+        let (m, k, n) = (19, 40, 23);
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 3) % 17) as f32 - 8.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 7) % 9) as f32 * 0.25).collect();
+        let whole = |offset| Strided {
+            offset,
+            row: k,
+            col: 1,
+        };
+        let rows = |offset| Strided {
+            offset,
+            row: n,
+            col: 1,
+        };
+        let half = k / 2;
+        let mut out = vec![f32::NAN; m * n];
+        assert!(matmul(
+            m,
+            half,
+            n,
+            &a,
+            whole(0),
+            &b,
+            rows(0),
+            &mut out,
+            false
+        ));
+        for threaded in [false, true] {
+            let mut sum = out.clone();
+            assert!(matmul_add(
+                m,
+                k - half,
+                n,
+                &a,
+                whole(half),
+                &b,
+                rows(half * n),
+                &mut sum,
+                threaded
+            ));
+            let want = reference(m, k, n, &a, whole(0), &b, rows(0));
+            for (got, want) in sum.iter().zip(&want) {
+                assert_eq!(f64::from(*got), *want, "threaded {threaded}");
+            }
+            let before = sum.clone();
+            assert!(matmul_add(
+                m,
+                0,
+                n,
+                &a,
+                whole(0),
+                &b,
+                rows(0),
+                &mut sum,
+                threaded
+            ));
+            assert_eq!(sum, before);
+        }
     }
 
     #[test]

@@ -418,6 +418,11 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
         && p.out_feature_stride == 1
         && p.out_batch_stride == n_pos * per_group
         && p.taps.iter().enumerate().all(|(q, t)| t.0 == q * per_group);
+    // Inputs with their batch innermost (an NHWC convolution's kernel gradient) copy their
+    // windows in runs along the batch, one output position at a time.
+    if groups == 1 && p.in_batch > 1 && p.lhs_batch_stride == 1 {
+        return run_by_position(p, lhs, rhs, out);
+    }
     let mut w = vec![T::ZERO; kdim * per_group];
     // The window matrix of products on this thread (threaded ones build their own).
     let mut a = vec![
@@ -430,15 +435,7 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
     ];
     let mut c = vec![T::ZERO; if direct { 0 } else { block * per_group }];
     for g in 0..groups {
-        for (t, &r) in taps.iter().enumerate() {
-            for i in 0..kin {
-                let row = &mut w[(t * kin + i) * per_group..(t * kin + i + 1) * per_group];
-                for (oo, wv) in row.iter_mut().enumerate() {
-                    let o = g * per_group + oo;
-                    *wv = rhs[i * p.rhs_in_stride + o * p.rhs_out_stride + r];
-                }
-            }
-        }
+        kernel_matrix(p, rhs, g, per_group, &mut w)?;
         let c0 = if p.feature_groups > 1 { g * kin } else { 0 };
         let batch_of = |q: usize| {
             let nb = q / n_pos;
@@ -459,24 +456,10 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                 }
                 let lhs_base = n * p.lhs_batch_stride + c0 * p.lhs_feature_stride;
                 if copies_runs {
-                    // Features innermost (NHWC): one contiguous copy per run of taps; a
-                    // short run in fixed-size pieces, cheaper than a `memcpy` call.
+                    // Features innermost (NHWC): one contiguous copy per run of taps.
                     for &(l, d, len) in p.windows.runs_of(pos)? {
                         let src = lhs.get(lhs_base + l..lhs_base + l + len)?;
-                        let dst = arow.get_mut(d..d + len)?;
-                        if len <= 256 {
-                            let mut pieces = dst.chunks_exact_mut(8);
-                            for (d, s) in (&mut pieces).zip(src.chunks_exact(8)) {
-                                d.copy_from_slice(s);
-                            }
-                            let rest = pieces.into_remainder();
-                            let tail = &src[len - rest.len()..];
-                            for (d, &v) in rest.iter_mut().zip(tail) {
-                                *d = v;
-                            }
-                        } else {
-                            dst.copy_from_slice(src);
-                        }
+                        copy_run(arow.get_mut(d..d + len)?, src);
                     }
                     continue;
                 }
@@ -550,6 +533,202 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
                     for (oo, &v) in crow.iter().enumerate() {
                         out[base + oo * p.out_feature_stride] = v;
                     }
+                }
+            }
+        }
+    }
+    Some(())
+}
+
+/// Copies `src` into `dst` (of the same length): a short run in fixed-size pieces, cheaper
+/// than a `memcpy` call (which a plain loop over the last few elements would become).
+fn copy_run<T: Copy>(dst: &mut [T], src: &[T]) {
+    let len = dst.len().min(src.len());
+    if len > 256 {
+        dst[..len].copy_from_slice(&src[..len]);
+        return;
+    }
+    let mut pieces = dst[..len].chunks_exact_mut(8);
+    for (d, s) in (&mut pieces).zip(src.chunks_exact(8)) {
+        d.copy_from_slice(s);
+    }
+    let rest = pieces.into_remainder();
+    let tail = &src[len - rest.len()..len];
+    macro_rules! fixed {
+        ($($n:literal)*) => {
+            match rest.len() {
+                $($n => rest[..$n].copy_from_slice(&tail[..$n]),)*
+                _ => {}
+            }
+        };
+    }
+    fixed!(1 2 3 4 5 6 7);
+}
+
+/// Writes into `w` the kernel of group `g` as the right-hand side of [`run_float`]'s
+/// products: row `t * kernel_in + i` holds the `per_group` output features of the window
+/// matrix's tap block `t` and kernel input feature `i`.
+fn kernel_matrix<T: ArrayFloat>(
+    p: &Plan,
+    rhs: &[T],
+    g: usize,
+    per_group: usize,
+    w: &mut [T],
+) -> Option<()> {
+    let kin = p.kernel_in;
+    for (t, &r) in p.windows.taps.iter().enumerate() {
+        for i in 0..kin {
+            let row = w.get_mut((t * kin + i) * per_group..(t * kin + i + 1) * per_group)?;
+            let first = i * p.rhs_in_stride + g * per_group * p.rhs_out_stride + r;
+            if p.rhs_out_stride == 1 {
+                copy_run(row, rhs.get(first..first + per_group)?);
+                continue;
+            }
+            for (oo, wv) in row.iter_mut().enumerate() {
+                let o = g * per_group + oo;
+                *wv = *rhs.get(i * p.rhs_in_stride + o * p.rhs_out_stride + r)?;
+            }
+        }
+    }
+    Some(())
+}
+
+/// Elements of one window chunk of [`run_by_position`], sized to stay in the second cache
+/// level while its product reads it.
+const POSITION_CHUNK: usize = 1 << 16;
+
+/// Rows [`run_by_position`] gives each product at least, taking several positions of a
+/// small batch together (a product of a few rows spends its time packing the kernel).
+const POSITION_ROWS: usize = 64;
+
+/// Blocks of the result [`run_by_position`] computed on one thread: the first position of
+/// each and its `(position, batch) x out_features` values.
+type PositionBlocks<T> = Vec<(usize, Vec<T>)>;
+
+/// The float convolution a few output positions at a time, for an input whose batch
+/// dimension is innermost and one group (the kernel gradient of an NHWC convolution, where
+/// the forward pass's batch is the input feature and its channels the batch). For a run of
+/// output positions, the `(position, batch) x out_features` block of the result is the
+/// window matrix (columns: the window's (tap, input feature) pairs, each a contiguous run
+/// of the batch per position, copied) times the kernel rows of [`kernel_matrix`]; a long
+/// window is summed in chunks of taps that stay in cache, accumulating into the block.
+/// Runs of positions split over the threads. `out` must be zeroed.
+fn run_by_position<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Option<()> {
+    let (batch, features, kin) = (p.out_batch, p.out_features, p.kernel_in);
+    let n_taps = p.windows.taps.len();
+    let n_pos = p.taps.len();
+    let mut w = vec![T::ZERO; n_taps * kin * features];
+    kernel_matrix(p, rhs, 0, features, &mut w)?;
+    let work = n_pos * n_taps * kin * batch * features;
+    let threads = if work >= PARALLEL_PRODUCT {
+        super::threads::count().clamp(1, n_pos.max(1))
+    } else {
+        1
+    };
+    // Positions per product (enough for every thread to have one), and its rows.
+    let span = POSITION_ROWS
+        .div_ceil(batch.max(1))
+        .min(n_pos.div_ceil(threads))
+        .max(1);
+    let rows_max = span * batch;
+    let runs = n_pos.div_ceil(span);
+    // Taps per chunk: the copied windows stay within `POSITION_CHUNK` elements.
+    let chunk_taps = (POSITION_CHUNK / (kin * rows_max).max(1)).clamp(1, n_taps.max(1));
+    // The block of positions `q0..q1`, rows `(q - q0) * batch + b`, into `c`; `offsets`
+    // is a work area for the input offset of every (position, tap) of a chunk.
+    let block = |q0: usize,
+                 q1: usize,
+                 windows: &mut [T],
+                 offsets: &mut Vec<usize>,
+                 c: &mut [T]|
+     -> Option<()> {
+        let m = (q1 - q0) * batch;
+        let positions = p.taps.get(q0..q1)?;
+        let mut started = false;
+        for t0 in (0..n_taps).step_by(chunk_taps) {
+            let t1 = (t0 + chunk_taps).min(n_taps);
+            let width = t1 - t0;
+            offsets.clear();
+            offsets.resize((q1 - q0) * width, usize::MAX);
+            let mut present = false;
+            for (j, (_, pairs)) in positions.iter().enumerate() {
+                for &(l, r) in pairs {
+                    let t = *p.windows.tap_of.get(r)?;
+                    if (t0..t1).contains(&t) {
+                        offsets[j * width + t - t0] = l;
+                        present = true;
+                    }
+                }
+            }
+            if !present {
+                continue;
+            }
+            let rows = width * kin;
+            let a = windows.get_mut(..rows * m)?;
+            // Row `(t, i)` holds each position's run of the batch in turn (zeros for a tap
+            // in the padding), so the copies write the window chunk in order.
+            for (k, row) in a.chunks_exact_mut(m).enumerate() {
+                let (t, i) = (k / kin, k % kin);
+                for (j, dst) in row.chunks_exact_mut(batch).enumerate() {
+                    match offsets[j * width + t] {
+                        usize::MAX => dst.fill(T::ZERO),
+                        l => {
+                            let src = l + i * p.lhs_feature_stride;
+                            copy_run(dst, lhs.get(src..src + batch)?);
+                        }
+                    }
+                }
+            }
+            // The copies are the window matrix stored by columns.
+            let sa = Strided {
+                offset: 0,
+                row: 1,
+                col: m,
+            };
+            let sw = Strided {
+                offset: t0 * kin * features,
+                row: features,
+                col: 1,
+            };
+            let done = if started {
+                oxla_simd::matmul_add(m, rows, features, a, sa, &w, sw, c, false)
+            } else {
+                oxla_simd::matmul(m, rows, features, a, sa, &w, sw, c, false)
+            };
+            if !done {
+                return None;
+            }
+            started = true;
+        }
+        if !started {
+            c.fill(T::ZERO);
+        }
+        Some(())
+    };
+    // Each thread takes every `threads`-th run of positions and returns its blocks.
+    let mut parts: Vec<Option<PositionBlocks<T>>> = vec![None; threads];
+    super::threads::for_each(parts.iter_mut().enumerate(), |(k, part)| {
+        let mut blocks = Vec::new();
+        let mut offsets = Vec::new();
+        let ok = typed::with_scratch(chunk_taps * kin * rows_max, |windows: &mut [T]| {
+            (k..runs).step_by(threads).all(|run| {
+                let (q0, q1) = (run * span, ((run + 1) * span).min(n_pos));
+                let mut c = vec![T::ZERO; (q1 - q0) * batch * features];
+                let ok = block(q0, q1, windows, &mut offsets, &mut c).is_some();
+                blocks.push((q0, c));
+                ok
+            })
+        });
+        *part = ok.then_some(blocks);
+    });
+    // Output `(b, o)` of position `q` is at `q`'s offset plus these strides.
+    let (obs, ofs) = (p.out_batch_stride, p.out_feature_stride);
+    for part in parts {
+        for (q0, c) in part? {
+            for (k, row) in c.chunks_exact(features).enumerate() {
+                let base = p.taps.get(q0 + k / batch)?.0 + (k % batch) * obs;
+                for (o, &v) in row.iter().enumerate() {
+                    *out.get_mut(base + o * ofs)? = v;
                 }
             }
         }
@@ -844,6 +1023,90 @@ mod tests {
         )
         .unwrap();
         assert_eq!(to_f32(&r), as_f32(&want));
+    }
+
+    /// Kernel-gradient dimension numbers of an NHWC convolution (`[f, 0, 1, b] x [i, 0, 1,
+    /// o] -> [0, 1, b, f]`: the forward batch is the input feature, its channels the batch).
+    fn attrs_kernel_gradient(
+        extra: Vec<(&'static str, Attribute)>,
+    ) -> Vec<(&'static str, Attribute)> {
+        let mut a = vec![
+            ("input_batch_dimension", int(3)),
+            ("input_feature_dimension", int(0)),
+            ("input_spatial_dimensions", i64s(&[1, 2])),
+            ("kernel_input_feature_dimension", int(0)),
+            ("kernel_output_feature_dimension", int(3)),
+            ("kernel_spatial_dimensions", i64s(&[1, 2])),
+            ("output_batch_dimension", int(2)),
+            ("output_feature_dimension", int(3)),
+            ("output_spatial_dimensions", i64s(&[0, 1])),
+        ];
+        a.extend(extra);
+        a
+    }
+
+    #[test]
+    fn kernel_gradients_by_position_match_the_direct_loop() {
+        // The batch is innermost in the input, so the float path copies windows along it
+        // one output position at a time. Each case against the integer path (the direct
+        // loop): small integers keep every f32 sum exact, whatever the order.
+        //   - a strided layer's gradient (rhs dilation 2): 9 positions of 576 taps of 8 x 16,
+        //     two chunks of taps, split over threads;
+        //   - padding wider than the window's reach: corner positions whose first chunks
+        //     hold no tap at all, and taps in the padding inside a chunk;
+        //   - one input feature and a batch of 3 (the first layer of an RGB network).
+        type Case = ([i64; 4], [i64; 4], [i64; 4], Vec<(&'static str, Attribute)>);
+        let cases: [Case; 3] = [
+            (
+                [8, 48, 48, 16],
+                [8, 24, 24, 32],
+                [3, 3, 16, 32],
+                vec![
+                    ("rhs_dilation", i64s(&[2, 2])),
+                    ("padding", i64s(&[0, 1, 0, 1])),
+                ],
+            ),
+            (
+                [4, 10, 10, 6],
+                [4, 10, 10, 5],
+                [7, 7, 6, 5],
+                vec![("padding", i64s(&[3, 3, 3, 3]))],
+            ),
+            (
+                [1, 12, 9, 3],
+                [1, 12, 9, 4],
+                [3, 3, 3, 4],
+                vec![("padding", i64s(&[1, 1, 1, 1]))],
+            ),
+        ];
+        for (xs, ws, os, extra) in cases {
+            let n = |s: &[i64; 4]| s.iter().product::<i64>() as usize;
+            let xv: Vec<i64> = (0..n(&xs)).map(|i| (i * 7 % 13) as i64 - 6).collect();
+            let wv: Vec<i64> = (0..n(&ws)).map(|i| (i * 5 % 9) as i64 - 4).collect();
+            let attrs = attrs_kernel_gradient(extra);
+            let exact = run_op(
+                OpKind::Convolution,
+                &[i64s_lit(&xs, &xv), i64s_lit(&ws, &wv)],
+                t(&os, ElementType::S64),
+                attrs.clone(),
+            )
+            .unwrap();
+            let want: Vec<f32> = exact
+                .data
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32)
+                .collect();
+            assert!(want.iter().any(|&v| v != 0.0));
+            let as_f32 = |v: &[i64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+            let r = run_op(
+                OpKind::Convolution,
+                &[f32s(&xs, &as_f32(&xv)), f32s(&ws, &as_f32(&wv))],
+                t(&os, ElementType::F32),
+                attrs,
+            )
+            .unwrap();
+            assert_eq!(to_f32(&r), want, "{xs:?} x {ws:?}");
+        }
     }
 
     #[test]
