@@ -197,6 +197,26 @@ def w_cnn(quick):
     return f, [x, w1, w2, w3, wd]
 
 
+def w_cnn_train_step(quick):
+    import jax
+    import jax.numpy as jnp
+
+    forward, args = w_cnn(quick)
+    x, weights = args[0], args[1:]
+    labels = _rng(1).integers(0, 10, x.shape[0]).astype("int32")
+
+    def loss(weights, x, labels):
+        logp = jax.nn.log_softmax(forward(x, *weights))
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+    def f(w1, w2, w3, wd, x, labels):
+        weights = (w1, w2, w3, wd)
+        value, grads = jax.value_and_grad(loss)(weights, x, labels)
+        return (value,) + tuple(w - 0.01 * g for w, g in zip(weights, grads))
+
+    return f, [*weights, x, labels]
+
+
 def w_mlp_train_step(quick):
     import jax
     import jax.numpy as jnp
@@ -305,6 +325,7 @@ WORKLOADS = {
     "matmul_512": (_matmul(512), "512x512 @ 512x512 f32"),
     "matmul_2048": (_matmul(2048), "2048x2048 @ 2048x2048 f32"),
     "cnn_forward": (w_cnn, "3 NHWC 3x3 convs (3->16->32->64), mean pool, dense; batch 16"),
+    "cnn_train_step": (w_cnn_train_step, "cnn_forward's network: loss, grads, SGD"),
     "mlp_train_step": (w_mlp_train_step, "784-512-512-10 MLP, batch 128: loss, grads, SGD"),
     "transformer_block": (w_transformer_block, "pre-LN block d=256 seq=128 b=4: fwd + bwd"),
     "fori_loop": (w_fori_loop, "1000 iterations of a tiny update on 16 f32"),

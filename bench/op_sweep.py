@@ -35,6 +35,27 @@ def cases(jax, jnp):
     images = rng.standard_normal((8, 64, 64, 32)).astype(np.float32)
     key = np.asarray(jax.random.key_data(jax.random.key(0)))
     lax = jax.lax
+    # Gradients of NHWC 3x3 convolutions (batch 16, 32x32): an RGB first layer and a
+    # stride-2 layer of 16 -> 32 channels, against their output gradients.
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def conv(stride):
+        return lambda x, w: lax.conv_general_dilated(x, w, (stride, stride), "SAME",
+                                                     dimension_numbers=dn)
+
+    rgb = rng.standard_normal((16, 32, 32, 3)).astype(np.float32)
+    rgb_w = rng.standard_normal((3, 3, 3, 16)).astype(np.float32)
+    rgb_dy = rng.standard_normal((16, 32, 32, 16)).astype(np.float32)
+    act = rng.standard_normal((16, 32, 32, 16)).astype(np.float32)
+    act_w = rng.standard_normal((3, 3, 16, 32)).astype(np.float32)
+    act_dy = rng.standard_normal((16, 16, 16, 32)).astype(np.float32)
+
+    def kernel_grad(stride, w):
+        return lambda x, dy: jax.vjp(lambda v: conv(stride)(x, v), w)[1](dy)[0]
+
+    def input_grad(stride, x):
+        return lambda w, dy: jax.vjp(lambda v: conv(stride)(v, w), x)[1](dy)[0]
+
     return {
         "random_normal_1M": (lambda k: jax.random.normal(k, (n,)), [key]),
         "random_uniform_1M": (lambda k: jax.random.uniform(k, (n,)), [key]),
@@ -76,6 +97,9 @@ def cases(jax, jnp):
         "logsumexp_rows": (lambda a: jax.nn.logsumexp(a, axis=1), [m]),
         "softmax_grad": (jax.grad(lambda a: jax.nn.softmax(a, axis=1)[:, 0].sum()), [m]),
         "transpose_add": (lambda a: a.T + a, [m]),
+        "conv_kernel_grad_rgb": (kernel_grad(1, rgb_w), [rgb, rgb_dy]),
+        "conv_kernel_grad_s2": (kernel_grad(2, act_w), [act, act_dy]),
+        "conv_input_grad_s2": (input_grad(2, act), [act_w, act_dy]),
     }
 
 
