@@ -419,7 +419,7 @@ fn run_float<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) -> Op
         && p.out_batch_stride == n_pos * per_group
         && p.taps.iter().enumerate().all(|(q, t)| t.0 == q * per_group);
     // Inputs with their batch innermost (an NHWC convolution's kernel gradient) copy their
-    // windows in runs along the batch, one output position at a time.
+    // windows in runs along the batch, a few output positions at a time.
     if groups == 1 && p.in_batch > 1 && p.lhs_batch_stride == 1 {
         return run_by_position(p, lhs, rhs, out);
     }
@@ -585,8 +585,7 @@ fn kernel_matrix<T: ArrayFloat>(
                 continue;
             }
             for (oo, wv) in row.iter_mut().enumerate() {
-                let o = g * per_group + oo;
-                *wv = *rhs.get(i * p.rhs_in_stride + o * p.rhs_out_stride + r)?;
+                *wv = *rhs.get(first + oo * p.rhs_out_stride)?;
             }
         }
     }
@@ -634,8 +633,8 @@ fn run_by_position<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T])
     let runs = n_pos.div_ceil(span);
     // Taps per chunk: the copied windows stay within `POSITION_CHUNK` elements.
     let chunk_taps = (POSITION_CHUNK / (kin * rows_max).max(1)).clamp(1, n_taps.max(1));
-    // The block of positions `q0..q1`, rows `(q - q0) * batch + b`, into `c`; `offsets`
-    // is a work area for the input offset of every (position, tap) of a chunk.
+    // The block of positions `q0..q1`, rows `(q - q0) * batch + b`, into `c` (zeroed);
+    // `offsets` is a work area for the input offset of every (position, tap) of a chunk.
     let block = |q0: usize,
                  q1: usize,
                  windows: &mut [T],
@@ -699,9 +698,6 @@ fn run_by_position<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T])
                 return None;
             }
             started = true;
-        }
-        if !started {
-            c.fill(T::ZERO);
         }
         Some(())
     };
@@ -1051,7 +1047,7 @@ mod tests {
         // one output position at a time. Each case against the integer path (the direct
         // loop): small integers keep every f32 sum exact, whatever the order.
         //   - a strided layer's gradient (rhs dilation 2): 9 positions of 576 taps of 8 x 16,
-        //     two chunks of taps, split over threads;
+        //     five chunks of taps, split over threads;
         //   - padding wider than the window's reach: corner positions whose first chunks
         //     hold no tap at all, and taps in the padding inside a chunk;
         //   - one input feature and a batch of 3 (the first layer of an RGB network).
