@@ -39,9 +39,10 @@ def cases(jax, jnp):
     # stride-2 layer of 16 -> 32 channels, against their output gradients.
     dn = ("NHWC", "HWIO", "NHWC")
 
-    def conv(stride):
+    def conv(stride, groups=1):
         return lambda x, w: lax.conv_general_dilated(x, w, (stride, stride), "SAME",
-                                                     dimension_numbers=dn)
+                                                     dimension_numbers=dn,
+                                                     feature_group_count=groups)
 
     rgb = rng.standard_normal((16, 32, 32, 3)).astype(np.float32)
     rgb_w = rng.standard_normal((3, 3, 3, 16)).astype(np.float32)
@@ -52,6 +53,14 @@ def cases(jax, jnp):
 
     def kernel_grad(stride, w):
         return lambda x, dy: jax.vjp(lambda v: conv(stride)(x, v), w)[1](dy)[0]
+
+    # A depthwise 3x3 convolution over `images` (one channel per group) and its kernel
+    # gradient, a convolution with batch_group_count = channels.
+    dw_w = rng.standard_normal((3, 3, 1, 32)).astype(np.float32)
+    dw_dy = rng.standard_normal((8, 64, 64, 32)).astype(np.float32)
+
+    def depthwise_kernel_grad(x, dy):
+        return jax.vjp(lambda v: conv(1, 32)(x, v), dw_w)[1](dy)[0]
 
     def input_grad(stride, x):
         return lambda w, dy: jax.vjp(lambda v: conv(stride)(v, w), x)[1](dy)[0]
@@ -100,6 +109,8 @@ def cases(jax, jnp):
         "conv_kernel_grad_rgb": (kernel_grad(1, rgb_w), [rgb, rgb_dy]),
         "conv_kernel_grad_s2": (kernel_grad(2, act_w), [act, act_dy]),
         "conv_input_grad_s2": (input_grad(2, act), [act_w, act_dy]),
+        "conv_depthwise": (conv(1, 32), [images, dw_w]),
+        "conv_depthwise_kernel_grad": (depthwise_kernel_grad, [images, dw_dy]),
     }
 
 
@@ -137,7 +148,7 @@ def main():
     import jax.numpy as jnp
 
     backends = {name: jax.devices(name)[0] for name in ("cpu", "oxla")}
-    print(f"{'operation':20} {'cpu us':>10} {'(median)':>10} {'oxla us':>10} {'(median)':>10}"
+    print(f"{'operation':26} {'cpu us':>10} {'(median)':>10} {'oxla us':>10} {'(median)':>10}"
           f" {'ratio':>7}")
     ratios = []
     for name, (fn, host_args) in cases(jax, jnp).items():
@@ -155,13 +166,13 @@ def main():
                         best[backend] = (fastest, median)
                     outputs[backend] = jax.device_get(jitted(*args))
         except Exception as error:  # one failing op must not end the sweep
-            print(f"{name:20} failed: {type(error).__name__}: {str(error)[:80]}")
+            print(f"{name:26} failed: {type(error).__name__}: {str(error)[:80]}")
             continue
         matched = all(agree(a, b) for a, b in zip(jax.tree.leaves(outputs["cpu"]),
                                                   jax.tree.leaves(outputs["oxla"])))
         ratio = best["oxla"][0] / best["cpu"][0]
         ratios.append(ratio)
-        print(f"{name:20} {best['cpu'][0] * 1e6:10.1f} {best['cpu'][1] * 1e6:10.1f}"
+        print(f"{name:26} {best['cpu'][0] * 1e6:10.1f} {best['cpu'][1] * 1e6:10.1f}"
               f" {best['oxla'][0] * 1e6:10.1f} {best['oxla'][1] * 1e6:10.1f} {ratio:6.2f}x"
               f"{'' if matched else '  OUTPUTS DIFFER'}", flush=True)
     if ratios:

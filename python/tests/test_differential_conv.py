@@ -99,6 +99,35 @@ def test_cnn_training_step_gradients(dtype):
     check(jax.grad(loss, argnums=(0, 1)), ws, x, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("stride,multiplier", [(1, 1), (2, 1), (1, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
+def test_depthwise_conv_and_gradients(stride, multiplier, dtype):
+    # A depthwise (MobileNet-style) NHWC convolution, one channel per group, and its
+    # gradients: the input gradient is another depthwise convolution (with lhs dilation
+    # for a strided one), the kernel gradient a convolution with batch_group_count equal
+    # to the channels. 70 channels fill a block of 64 vector lanes and six single lanes;
+    # a channel multiplier of 2 gives each group two output features.
+    channels = 70
+    x = data((4, 18, 18, channels), np.float32, 8)
+    w = data((3, 3, 1, channels * multiplier), np.float32, 9) * 0.3
+
+    def fn(x, w):
+        return lax.conv_general_dilated(
+            x.astype(dtype), w.astype(dtype), (stride, stride), "SAME",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=channels,
+        ).astype(np.float32)
+
+    tol = 2e-2 if dtype == jnp.bfloat16 else 1e-5
+    check(fn, x, w, atol=tol, rtol=tol)
+    # The gradients for a given cotangent, exact in bfloat16, so both backends convolve
+    # the same values (cpu keeps a bfloat16 chain's intermediates in f32). A kernel
+    # gradient sums 1296 products of magnitude up to ~10 in f32, in a different order on
+    # each backend: a few 1e-5 apart.
+    g = data(jax.eval_shape(fn, x, w).shape, np.float32, 10).astype(dtype).astype(np.float32)
+    tol = 2e-2 if dtype == jnp.bfloat16 else 2e-4
+    check(lambda x, w, g: jax.vjp(fn, x, w)[1](g), x, w, g, atol=tol, rtol=tol)
+
+
 @pytest.mark.parametrize("shape", [(1, 5, 3), (2, 8, 2)])
 def test_conv_1d_and_3d(shape):
     x = data(shape, np.float32, 4)
