@@ -128,6 +128,28 @@ def test_depthwise_conv_and_gradients(stride, multiplier, dtype):
     check(lambda x, w, g: jax.vjp(fn, x, w)[1](g), x, w, g, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("strides,padding,kernel",
+                         [((2, 2), "SAME", (3, 3)), ((3, 2), "VALID", (5, 4)),
+                          ((2, 2), [(2, 1), (0, 3)], (4, 4))])
+def test_conv_transpose_and_strided_input_gradients(strides, padding, kernel):
+    # Transposed convolutions (lhs dilation): each output position reads input elements at
+    # a few of the kernel's taps, which ones depending on its phase, so the positions run
+    # grouped by pattern. Large enough that the batch splits over the threads.
+    x = data((8, 12, 11, 24), np.float32, 11)
+    w = data(kernel + (24, 16), np.float32, 12) * 0.2
+    dn = ("NHWC", "HWIO", "NHWC")
+    check(lambda x, w: lax.conv_transpose(x, w, strides, padding, dimension_numbers=dn),
+          x, w, atol=1e-5, rtol=1e-5)
+
+    def forward(v, w):
+        return lax.conv_general_dilated(v, w, strides, "SAME", dimension_numbers=dn)
+
+    y = data((8, 24, 22, 16), np.float32, 13)
+    g = data(jax.eval_shape(forward, y, w.transpose(0, 1, 3, 2)).shape, np.float32, 14)
+    check(lambda w, g: jax.vjp(lambda v: forward(v, w), y)[1](g)[0],
+          w.transpose(0, 1, 3, 2), g, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(1, 5, 3), (2, 8, 2)])
 def test_conv_1d_and_3d(shape):
     x = data(shape, np.float32, 4)

@@ -7,7 +7,9 @@
 //! `batch_group_count` splits the batch and the output features the same way.
 //! Float convolutions turn each group into matrix products (im2col, see [`run_float`]),
 //! except those with one channel per group (depthwise ones and their kernel gradients),
-//! which run with the channels as vector lanes ([`channelwise`]). Tests are in `tests.rs`.
+//! which run with the channels as vector lanes ([`channelwise`]); positions that use a few
+//! taps each in a few patterns (lhs dilation) run a product per pattern ([`patterns`]).
+//! Tests are in `tests.rs`.
 
 use super::context::{extents, strides, OpCx};
 use super::convert::convert_array;
@@ -19,6 +21,7 @@ use crate::{IrError, Literal, TensorType};
 use num_complex::Complex;
 
 mod channelwise;
+mod patterns;
 
 /// Multiply-accumulate for one storage type.
 trait Mac: Copy {
@@ -97,6 +100,9 @@ struct Windows {
     /// (the taps along a row of the kernel, say) merge into one run. Empty otherwise.
     runs: Vec<(usize, usize, usize)>,
     run_starts: Vec<usize>,
+    /// The positions grouped by the taps they use, when few patterns cover them and the
+    /// groups' matrices are much smaller than the whole one (see [`patterns`]); else empty.
+    groups: Vec<patterns::PatternGroup>,
 }
 
 impl Windows {
@@ -134,6 +140,7 @@ impl Windows {
             }
         }
         Windows {
+            groups: patterns::group_positions(taps, &columns, &tap_of),
             taps: columns,
             tap_of,
             runs,
@@ -432,6 +439,11 @@ fn run_float<T: ArrayFloat + Mac>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T])
     if groups == 1 && p.in_batch > 1 && p.lhs_batch_stride == 1 {
         return run_by_position(p, lhs, rhs, out);
     }
+    // Positions using a few of the taps each (an lhs-dilated convolution's): a product per
+    // pattern of taps.
+    if groups == 1 && !p.windows.groups.is_empty() {
+        return patterns::run(p, lhs, rhs, out);
+    }
     let mut w = vec![T::ZERO; kdim * per_group];
     // The window matrix of products on this thread (threaded ones build their own).
     let mut a = vec![
@@ -444,7 +456,7 @@ fn run_float<T: ArrayFloat + Mac>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T])
     ];
     let mut c = vec![T::ZERO; if direct { 0 } else { block * per_group }];
     for g in 0..groups {
-        kernel_matrix(p, rhs, g, per_group, &mut w)?;
+        kernel_matrix(p, rhs, &p.windows.taps, g, per_group, &mut w)?;
         let c0 = if p.feature_groups > 1 { g * kin } else { 0 };
         let batch_of = |q: usize| {
             let nb = q / n_pos;
@@ -575,17 +587,18 @@ fn copy_run<T: Copy>(dst: &mut [T], src: &[T]) {
 }
 
 /// Writes into `w` the kernel of group `g` as the right-hand side of [`run_float`]'s
-/// products: row `t * kernel_in + i` holds the `per_group` output features of the window
-/// matrix's tap block `t` and kernel input feature `i`.
+/// products: row `t * kernel_in + i` holds the `per_group` output features of kernel
+/// offset `taps[t]` (the window matrix's tap block `t`) and kernel input feature `i`.
 fn kernel_matrix<T: ArrayFloat>(
     p: &Plan,
     rhs: &[T],
+    taps: &[usize],
     g: usize,
     per_group: usize,
     w: &mut [T],
 ) -> Option<()> {
     let kin = p.kernel_in;
-    for (t, &r) in p.windows.taps.iter().enumerate() {
+    for (t, &r) in taps.iter().enumerate() {
         for i in 0..kin {
             let row = w.get_mut((t * kin + i) * per_group..(t * kin + i + 1) * per_group)?;
             let first = i * p.rhs_in_stride + g * per_group * p.rhs_out_stride + r;
@@ -626,7 +639,7 @@ fn run_by_position<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T])
     let n_taps = p.windows.taps.len();
     let n_pos = p.taps.len();
     let mut w = vec![T::ZERO; n_taps * kin * features];
-    kernel_matrix(p, rhs, 0, features, &mut w)?;
+    kernel_matrix(p, rhs, &p.windows.taps, 0, features, &mut w)?;
     let work = n_pos * n_taps * kin * batch * features;
     let threads = if work >= PARALLEL_PRODUCT {
         super::threads::count().clamp(1, n_pos.max(1))

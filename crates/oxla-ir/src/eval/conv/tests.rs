@@ -436,3 +436,86 @@ fn mismatched_groups_are_an_error() {
     )
     .is_err());
 }
+
+#[test]
+fn positions_group_by_the_taps_they_use() {
+    // A 1-d lhs-dilated window of three taps: even positions use the middle tap, odd ones
+    // the outer two, and the last (odd) position only the first, at the input's end.
+    let pair = |q: usize, r: usize| (q + r, r);
+    let taps: Vec<(usize, Vec<(usize, usize)>)> = (0..8)
+        .map(|q| {
+            let used = match q {
+                7 => vec![0],
+                _ if q % 2 == 0 => vec![1],
+                _ => vec![0, 2],
+            };
+            (q, used.into_iter().map(|r| pair(q, r)).collect())
+        })
+        .collect();
+    let groups = super::patterns::group_positions(&taps, &[0, 1, 2], &[0, 1, 2]);
+    let got: Vec<(Vec<usize>, Vec<usize>)> = groups
+        .iter()
+        .map(|g| (g.taps.clone(), g.positions.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(vec![0, 2], vec![1, 3, 5, 7]), (vec![1], vec![0, 2, 4, 6])]
+    );
+    // Every position using every tap but the edges': one matrix stays cheaper.
+    let full: Vec<(usize, Vec<(usize, usize)>)> = (0..8)
+        .map(|q| {
+            let used: Vec<usize> = (0..3).filter(|&r| q + r >= 1 && q + r <= 8).collect();
+            (q, used.into_iter().map(|r| pair(q, r)).collect())
+        })
+        .collect();
+    assert!(super::patterns::group_positions(&full, &[0, 1, 2], &[0, 1, 2]).is_empty());
+}
+
+#[test]
+fn input_gradients_of_strided_convolutions_match_the_direct_loop() {
+    // lhs dilation: each position's window falls on input elements at a few of the taps,
+    // so the positions run in groups, one product per pattern of taps.
+    //   - a stride-2 NHWC layer's input gradient (kernel [h, w, o, i], reversed), large
+    //     enough to split its batch over the threads;
+    //   - stride 3 with a 5x5 kernel and uneven padding;
+    //   - NCHW, features not innermost in the input or the output.
+    let mut grad = attrs_nhwc(vec![
+        ("lhs_dilation", i64s(&[2, 2])),
+        ("padding", i64s(&[1, 2, 1, 2])),
+        (
+            "window_reversal",
+            Attribute::DenseBoolArray(vec![true, true]),
+        ),
+    ]);
+    grad[3].1 = int(3);
+    grad[4].1 = int(2);
+    let nchw = vec![
+        ("input_batch_dimension", int(0)),
+        ("input_feature_dimension", int(1)),
+        ("input_spatial_dimensions", i64s(&[2, 3])),
+        ("kernel_output_feature_dimension", int(0)),
+        ("kernel_input_feature_dimension", int(1)),
+        ("kernel_spatial_dimensions", i64s(&[2, 3])),
+        ("output_batch_dimension", int(0)),
+        ("output_feature_dimension", int(1)),
+        ("output_spatial_dimensions", i64s(&[2, 3])),
+        ("lhs_dilation", i64s(&[2, 2])),
+        ("padding", i64s(&[1, 1, 2, 1])),
+    ];
+    let cases: [([i64; 4], [i64; 4], [i64; 4], _); 3] = [
+        ([8, 16, 16, 32], [3, 3, 16, 32], [8, 32, 32, 16], grad),
+        (
+            [2, 6, 7, 5],
+            [5, 5, 5, 4],
+            [2, 17, 17, 4],
+            attrs_nhwc(vec![
+                ("lhs_dilation", i64s(&[3, 3])),
+                ("padding", i64s(&[2, 3, 1, 1])),
+            ]),
+        ),
+        ([2, 4, 6, 5], [3, 4, 3, 3], [2, 3, 11, 10], nchw),
+    ];
+    for (xs, ws, os, attrs) in cases {
+        float_matches_integer_loop(xs, ws, os, attrs);
+    }
+}
