@@ -179,6 +179,36 @@ def test_dot_general(lhs, rhs, dims, dtype):
     check(lambda a, b: lax.dot_general(a, b, dims), data(lhs, dtype, 8), data(rhs, dtype, 9))
 
 
+@pytest.mark.parametrize("m,k,n", [(32, 1024, 256), (1, 300, 500), (8, 64, 96)])
+def test_matmul_of_few_rows_with_a_transposed_weight(m, k, n):
+    # `x @ w.T` with few rows and a large row-major `w` (an RNN's gradient through its
+    # recurrent weight) runs as the transposed product `(w @ x.T).T`.
+    x = data((m, k), np.float32, 14)
+    w = data((n, k), np.float32, 15)
+    check(lambda x, w: x @ w.T, x, w, atol=1e-4 * np.sqrt(k), rtol=1e-5)
+
+
+def test_lstm_gradient_through_scan():
+    # A recurrent cell's gradient through `lax.scan`: per step, products of the output
+    # gradient with the transposed recurrent weight, accumulated weight gradients.
+    wx = data((16, 256), np.float32, 16) * 0.2
+    wh = data((64, 256), np.float32, 17) * 0.1
+    xs = data((12, 8, 16), np.float32, 18)
+
+    def loss(wx, wh, xs):
+        def cell(carry, x):
+            h, c = carry
+            i, f, o, g = jnp.split(x @ wx + h @ wh, 4, axis=-1)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), h
+        zeros = jnp.zeros((xs.shape[1], wh.shape[0]))
+        _, hs = lax.scan(cell, (zeros, zeros), xs)
+        return jnp.sum(hs ** 2)
+
+    check(jax.grad(loss, argnums=(0, 1, 2)), wx, wh, xs, atol=1e-4, rtol=1e-4)
+
+
 def test_matmul_large_and_preferred_type():
     a = data((130, 257), np.float32, 10)
     b = data((257, 65), np.float32, 11)

@@ -26,6 +26,22 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     // `gemm` packs a right-hand side that is contiguous down its columns (the `b` of
     // `a . B^T`, where `B` is stored row-major) about three times slower than one contiguous
     // along its rows: a product large enough to notice reads a row-major copy instead.
+    //
+    // With few rows in `a` (an RNN's gradient through its recurrent weights: `dz . W^T`
+    // for a batch of 32 and a weight of 256 x 1024), copying `B` costs more than the
+    // product; the transposed product `out^T = B . a^T` reads `B` as it is stored and copies
+    // only `a` and the small result.
+    if sb.row == 1
+        && sb.col > 1
+        && sa.col == 1
+        && k >= TRANSPOSED_MIN
+        && n >= TRANSPOSED_MIN
+        && (k * m + m * n) * 4 <= k * n
+    {
+        if let Some(done) = transposed_product(m, k, n, a, sa, b, sb, out, parallel) {
+            return done;
+        }
+    }
     if sb.row == 1
         && sb.col > 1
         && m >= TRANSPOSED_MIN
@@ -53,6 +69,72 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     } else {
         oxla_simd::matmul(m, k, n, a, sa, b, sb, out, false)
     }
+}
+
+/// `out = a * b` as `out^T = b^T * a^T` for a row-major `a` (`sa.col == 1`) and a `b`
+/// contiguous down its columns (`sb.row == 1`), so that `b^T` is read row-major as it is
+/// stored: `a^T` is copied row-major, and the `n x m` result transposed into `out`. `None`
+/// when a copy cannot be made (the caller then takes another path).
+#[allow(clippy::too_many_arguments)]
+fn transposed_product<T: oxla_simd::GemmScalar + bytemuck::Pod>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+    parallel: bool,
+) -> Option<bool> {
+    // `a^T` as a `k x m` view is contiguous down its columns: element (p, i) is at
+    // `i * sa.row + p`.
+    let a_view = Strided {
+        offset: sa.offset,
+        row: 1,
+        col: sa.row,
+    };
+    let at = row_major_copy(k, m, a, a_view, parallel)?;
+    let mut result = super::pool::take_for_overwrite(n * m * std::mem::size_of::<T>());
+    let done = (|| {
+        let at_rows: &[T] = bytemuck::try_cast_slice(&at).ok()?;
+        let ct: &mut [T] = bytemuck::try_cast_slice_mut(&mut result).ok()?;
+        let bt = Strided {
+            offset: sb.offset,
+            row: sb.col,
+            col: 1,
+        };
+        let sat = Strided {
+            offset: 0,
+            row: m,
+            col: 1,
+        };
+        if !matmul_into(n, k, m, b, bt, at_rows, sat, ct, parallel) {
+            return Some(false);
+        }
+        // `out` (m x n) read from the `n x m` result: element (i, j) at `j * m + i`.
+        let view = Strided {
+            offset: 0,
+            row: 1,
+            col: m,
+        };
+        let rows = row_major_copy(m, n, ct, view, false)?;
+        let copied = match (
+            bytemuck::try_cast_slice::<u8, T>(&rows),
+            out.get_mut(..m * n),
+        ) {
+            (Ok(r), Some(dst)) => {
+                dst.copy_from_slice(r);
+                true
+            }
+            _ => false,
+        };
+        super::pool::give(rows);
+        Some(copied)
+    })();
+    super::pool::give(at);
+    super::pool::give(result);
+    done
 }
 
 /// Products whose right-hand side is contiguous down its columns are computed on a
@@ -170,6 +252,42 @@ mod tests {
                         (g - exact).abs() <= 1e-3 * exact.abs().max(1.0),
                         "{m}x{k}x{n} at {i},{j}"
                     );
+                }
+            }
+        }
+    }
+
+    /// A product with few rows and a right-hand side contiguous down its columns runs
+    /// transposed (`out^T = B . a^T`): offsets and a row stride wider than the row, against
+    /// the definition (small integers, so every sum is exact).
+    #[test]
+    fn short_products_with_a_column_contiguous_right_side_run_transposed() {
+        for (m, k, n) in [(8, 200, 300), (1, 64, 64), (32, 1024, 256)] {
+            let (row, a_off, b_off) = (k + 5, 3, 7);
+            let a: Vec<f32> = (0..a_off + m * row)
+                .map(|i| ((i * 7) % 13) as f32 - 6.0)
+                .collect();
+            let big_b: Vec<f32> = (0..b_off + n * k)
+                .map(|i| ((i * 5) % 11) as f32 - 5.0)
+                .collect();
+            let sa = Strided {
+                offset: a_off,
+                row,
+                col: 1,
+            };
+            let sb = Strided {
+                offset: b_off,
+                row: 1,
+                col: k,
+            };
+            let mut got = vec![f32::NAN; m * n];
+            assert!(matmul_into(m, k, n, &a, sa, &big_b, sb, &mut got, true));
+            for i in 0..m {
+                for j in 0..n {
+                    let exact: f32 = (0..k)
+                        .map(|p| a[a_off + i * row + p] * big_b[b_off + j * k + p])
+                        .sum();
+                    assert_eq!(got[i * n + j], exact, "{m}x{k}x{n} at {i},{j}");
                 }
             }
         }
