@@ -83,6 +83,9 @@ pub(super) fn run<T: ArrayFloat + Mac>(
     let c = lanes.channels;
     let n_pos = p.taps.len();
     let rows = p.out_batch * n_pos;
+    if rows == 0 {
+        return Some(());
+    }
     let taps: usize = p.taps.iter().map(|t| t.1.len()).sum();
     let work = taps * p.out_batch * lanes.kernel_in * c;
     let parts = if work >= PARALLEL_PRODUCT {
@@ -91,6 +94,8 @@ pub(super) fn run<T: ArrayFloat + Mac>(
         1
     };
     let per_part = rows.div_ceil(parts).max(1);
+    // The parts the rows make (fewer than asked when they do not divide evenly).
+    let parts = rows.div_ceil(per_part).max(1);
     // Row `k` (batch element `k / n_pos`, position `k % n_pos`) of the output lies at
     // `k * c` when the positions are outermost in order and the batch, if any, above them.
     let in_order = p.taps.iter().enumerate().all(|(q, t)| t.0 == q * c)

@@ -126,6 +126,8 @@ pub(super) fn run<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) 
         1
     };
     let per_part = batch.div_ceil(parts).max(1);
+    // The parts the batch makes (fewer than asked when it does not divide evenly).
+    let parts = batch.div_ceil(per_part);
     let stride = if parts > 1 {
         per_part * p.out_batch_stride
     } else {
