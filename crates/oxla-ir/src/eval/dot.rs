@@ -22,8 +22,8 @@ use crate::{ElementType, IrError, Literal, TensorType};
 use num_complex::Complex;
 use std::borrow::Cow;
 
-/// Multiply-accumulate for one storage type.
-trait Mac: Copy {
+/// Multiply-accumulate for one storage type (shared with `convolution`).
+pub(super) trait Mac: Copy {
     fn zero() -> Self;
     fn mac(acc: Self, a: Self, b: Self) -> Self;
 }
@@ -42,6 +42,7 @@ macro_rules! mac_float {
     ($($t:ty),*) => {$(
         impl Mac for $t {
             fn zero() -> Self { 0.0 }
+            #[inline(always)]
             fn mac(acc: Self, a: Self, b: Self) -> Self { acc + a * b }
         }
         impl Mac for Complex<$t> {

@@ -13,55 +13,14 @@
 
 use super::context::{extents, strides, OpCx};
 use super::convert::convert_array;
+use super::dot::Mac;
 use super::element::{decode, encode, Array};
-use super::elementwise::{ComplexOps, Int};
 use super::gemm::{matmul_into, Strided};
 use super::typed::{self, ArrayFloat};
 use crate::{IrError, Literal, TensorType};
-use num_complex::Complex;
 
 mod channelwise;
 mod patterns;
-
-/// Multiply-accumulate for one storage type.
-trait Mac: Copy {
-    fn zero() -> Self;
-    fn mac(acc: Self, a: Self, b: Self) -> Self;
-}
-
-macro_rules! mac_int {
-    ($($t:ty),*) => {$(
-        impl Mac for $t {
-            fn zero() -> Self { 0 }
-            fn mac(acc: Self, a: Self, b: Self) -> Self { acc.wadd(a.wmul(b)) }
-        }
-    )*};
-}
-mac_int!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-macro_rules! mac_float {
-    ($($t:ty),*) => {$(
-        impl Mac for $t {
-            fn zero() -> Self { 0.0 }
-            #[inline(always)]
-            fn mac(acc: Self, a: Self, b: Self) -> Self { acc + a * b }
-        }
-        impl Mac for Complex<$t> {
-            fn zero() -> Self { Complex::new(0.0, 0.0) }
-            fn mac(acc: Self, a: Self, b: Self) -> Self { acc.add_(a.mul_(b)) }
-        }
-    )*};
-}
-mac_float!(f32, f64);
-
-impl Mac for bool {
-    fn zero() -> Self {
-        false
-    }
-    fn mac(acc: Self, a: Self, b: Self) -> Self {
-        acc | (a & b)
-    }
-}
 
 /// The validated index arithmetic of one convolution.
 pub(crate) struct Plan {
