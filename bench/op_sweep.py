@@ -65,6 +65,15 @@ def cases(jax, jnp):
     def input_grad(stride, x):
         return lambda w, dy: jax.vjp(lambda v: conv(stride)(v, w), x)[1](dy)[0]
 
+    # A recurrent weight gradient's accumulator: 50 steps of `acc + (dz^T h)^T` (batch 32,
+    # a 256x1024 weight), the product summed into the carried buffer.
+    acc = rng.standard_normal((256, 1024)).astype(np.float32)
+    dzs = rng.standard_normal((50, 32, 1024)).astype(np.float32)
+    hs = rng.standard_normal((50, 32, 256)).astype(np.float32)
+
+    def accumulate(acc, dz, h):
+        return lax.fori_loop(0, 50, lambda i, a: a + (dz[i].T @ h[i]).T, acc)
+
     return {
         "random_normal_1M": (lambda k: jax.random.normal(k, (n,)), [key]),
         "random_uniform_1M": (lambda k: jax.random.uniform(k, (n,)), [key]),
@@ -111,6 +120,7 @@ def cases(jax, jnp):
         "conv_input_grad_s2": (input_grad(2, act), [act_w, act_dy]),
         "conv_depthwise": (conv(1, 32), [images, dw_w]),
         "conv_depthwise_kernel_grad": (depthwise_kernel_grad, [images, dw_dy]),
+        "dot_accumulate_loop": (accumulate, [acc, dzs, hs]),
     }
 
 

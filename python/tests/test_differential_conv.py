@@ -209,6 +209,25 @@ def test_lstm_gradient_through_scan():
     check(jax.grad(loss, argnums=(0, 1, 2)), wx, wh, xs, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("k", [8, 32, 300])
+def test_products_added_to_a_value(k):
+    # `x + dot` runs as one product summing into `x`: a weight-gradient accumulator carried
+    # through a loop (`acc + (dz.T @ h).T`, the buffer reused each step), a residual
+    # connection whose input stays live, and a sum with the product first.
+    dz = data((5, k, 96), np.float32, 19)
+    h = data((5, k, 40), np.float32, 20)
+    acc = data((40, 96), np.float32, 21)
+
+    def accumulate(acc, dz, h):
+        return lax.fori_loop(0, 5, lambda i, a: a + (dz[i].T @ h[i]).T, acc)
+
+    check(accumulate, acc, dz, h, atol=1e-4 * np.sqrt(5 * k), rtol=1e-5)
+    x = data((3, 16, k), np.float32, 22)
+    w = data((k, k), np.float32, 23)
+    check(lambda x, w: (x + x @ w, x * 2.0), x, w, atol=1e-4 * np.sqrt(k), rtol=1e-5)
+    check(lambda x, w: jnp.tanh(x) @ w + x, x, w, atol=1e-4 * np.sqrt(k), rtol=1e-5)
+
+
 def test_matmul_large_and_preferred_type():
     a = data((130, 257), np.float32, 10)
     b = data((257, 65), np.float32, 11)

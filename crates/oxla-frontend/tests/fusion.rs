@@ -1,7 +1,8 @@
 //! Elementwise fusion and row tiling are invisible in results: random elementwise programs,
 //! row-local chains (layer norm, softmax) and the golden JAX programs under
 //! `tests/filetests/roundtrip` give bit-identical outputs with fusion on and off (NaN payloads aside: which NaN a float op returns is unspecified, as in XLA) (`EvalOptions::fuse`), on inputs full of NaN, infinities, signed zeros and
-//! denormals; and the random programs do form fused groups.
+//! denormals; and the random programs do form fused groups. Products summed into the value
+//! they are added to (`x + dot(a, b)` as one product) agree with the two ops up to rounding.
 
 mod common;
 
@@ -1650,6 +1651,59 @@ fn transposed_products_fold_without_changing_bits() {
             .map(|shape| literal(&mut rng, &TensorType::new(shape, ElementType::F32)))
             .collect();
         assert_fusion_invisible(&module, &args, "transposed products");
+    }
+}
+
+#[test]
+fn products_added_to_a_value_match_the_ops_run_apart() {
+    // An RNN step's weight-gradient accumulator as JAX lowers it (`acc + transpose(dz^T h)`)
+    // and a residual connection over 300 summed terms whose addend stays live: each runs as
+    // one product summing into the addend, which adds the addend before the kernels' last
+    // partial sums instead of after them, so the results agree up to rounding.
+    let text = "func.func @main(%acc: tensor<40x96xf32>, %dz: tensor<16x96xf32>, %h: tensor<16x40xf32>, %x: tensor<16x300xf32>, %w: tensor<300x40xf32>, %r: tensor<16x40xf32>) -> (tensor<40x96xf32>, tensor<16x40xf32>, tensor<16x40xf32>) {
+  %d = stablehlo.dot_general %dz, %h, contracting_dims = [0] x [0] : (tensor<16x96xf32>, tensor<16x40xf32>) -> tensor<96x40xf32>
+  %t = stablehlo.transpose %d, dims = [1, 0] : (tensor<96x40xf32>) -> tensor<40x96xf32>
+  %s = stablehlo.add %acc, %t : tensor<40x96xf32>
+  %e = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<16x300xf32>, tensor<300x40xf32>) -> tensor<16x40xf32>
+  %y = stablehlo.add %e, %r : tensor<16x40xf32>
+  %z = stablehlo.multiply %r, %r : tensor<16x40xf32>
+  return %s, %y, %z : tensor<40x96xf32>, tensor<16x40xf32>, tensor<16x40xf32>
+}
+";
+    let module = parse_text(text).expect("parses");
+    let mut rng = Rng(29);
+    for _ in 0..3 {
+        let args: Vec<Literal> = module.functions[0]
+            .ty
+            .inputs
+            .iter()
+            .map(|ty| {
+                let Type::Tensor(ty) = ty else {
+                    panic!("tensor arguments")
+                };
+                let n: usize = ty.shape.iter().map(|&d| d as usize).product();
+                let data = (0..n)
+                    .flat_map(|_| (rng.below(2001) as f32 / 1000.0 - 1.0).to_le_bytes())
+                    .collect();
+                Literal::new(ty.clone(), data).expect("sized literal")
+            })
+            .collect();
+        let apart = run(&module, &args, false).expect("runs unfused");
+        let together = run(&module, &args, true).expect("runs fused");
+        for (want, got) in apart.iter().zip(&together) {
+            assert_eq!(want.ty, got.ty);
+            let floats = |lit: &Literal| -> Vec<f32> {
+                lit.data
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect()
+            };
+            for (w, g) in floats(want).iter().zip(floats(got)) {
+                // At most 300 terms of magnitude below 1: the two orders differ by a few
+                // units in the last place of sums below 300.
+                assert!((w - g).abs() <= 1e-4, "{w} against {g}");
+            }
+        }
     }
 }
 

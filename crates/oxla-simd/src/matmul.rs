@@ -10,7 +10,7 @@ pub struct Strided {
 }
 
 /// The element types [`matmul`] handles.
-pub trait GemmScalar: Copy + Send + Sync + 'static {
+pub trait GemmScalar: Copy + Send + Sync + std::ops::Add<Output = Self> + 'static {
     const ZERO: Self;
     const ONE: Self;
 }

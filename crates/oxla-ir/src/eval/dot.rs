@@ -14,7 +14,7 @@ use super::context::{extents, strides, OpCx};
 use super::convert::convert_array;
 use super::element::{decode, encode, storage_of, Array, Storage};
 use super::elementwise::{ComplexOps, Int};
-use super::gemm::{group_stride, matmul_into, Strided};
+use super::gemm::{group_stride, matmul_add_into, matmul_into, Strided};
 use super::shape::permute;
 use super::threads;
 use super::typed::{self, view_bytes, ArrayFloat};
@@ -93,8 +93,21 @@ fn check_dims(cx: OpCx<'_>, name: &str, dims: &[i64], rank: usize) -> Result<Vec
     Ok(dims)
 }
 
-/// The general product with explicit batch and contracting dimensions.
-fn dot_impl(
+/// A checked product: its dimension groups per operand, its sizes and its result type.
+struct Product {
+    lb: Vec<usize>,
+    rb: Vec<usize>,
+    lc: Vec<usize>,
+    rc: Vec<usize>,
+    l_free: Vec<usize>,
+    r_free: Vec<usize>,
+    shape: Shape,
+    out_ty: TensorType,
+}
+
+/// Checks the product of `a` and `b` with batch dimensions `lb`/`rb` and contracting
+/// dimensions `lc`/`rc` against each other and the op's result type.
+fn check_product(
     cx: OpCx<'_>,
     a: &Literal,
     b: &Literal,
@@ -102,7 +115,7 @@ fn dot_impl(
     rb: &[i64],
     lc: &[i64],
     rc: &[i64],
-) -> Result<Literal, IrError> {
+) -> Result<Product, IrError> {
     let (ra, rb_rank) = (a.ty.rank(), b.ty.rank());
     let lb = check_dims(cx, "lhs_batching_dimensions", lb, ra)?;
     let rb = check_dims(cx, "rhs_batching_dimensions", rb, rb_rank)?;
@@ -146,11 +159,42 @@ fn dot_impl(
             "result type {out_ty} does not match the product shape {want_shape:?}"
         )));
     }
+    Ok(Product {
+        lb,
+        rb,
+        lc,
+        rc,
+        l_free,
+        r_free,
+        shape: Shape { batch, m, k, n },
+        out_ty: TensorType::new(want_shape, out_ty.element_type),
+    })
+}
+
+/// The general product with explicit batch and contracting dimensions.
+fn dot_impl(
+    cx: OpCx<'_>,
+    a: &Literal,
+    b: &Literal,
+    lb: &[i64],
+    rb: &[i64],
+    lc: &[i64],
+    rc: &[i64],
+) -> Result<Literal, IrError> {
+    let Product {
+        lb,
+        rb,
+        lc,
+        rc,
+        l_free,
+        r_free,
+        shape,
+        out_ty,
+    } = check_product(cx, a, b, lb, rb, lc, rc)?;
+    let Shape { batch, m, k, n } = shape;
     let a_perm: Vec<usize> = lb.iter().chain(&l_free).chain(&lc).copied().collect();
     let b_perm: Vec<usize> = rb.iter().chain(&rc).chain(&r_free).copied().collect();
     let et = out_ty.element_type;
-    let shape = Shape { batch, m, k, n };
-    let out_ty = TensorType::new(want_shape.clone(), et);
     match storage_of(et) {
         Storage::F32 => {
             let lhs = float_operand::<f32>(a, et, [&lb, &l_free, &lc])?;
@@ -186,7 +230,7 @@ fn dot_impl(
         (Array::C128(x), Array::C128(y)) => Array::C128(matmul(&x, &y, batch, m, k, n)),
         _ => return Err(cx.invalid("operands do not convert to the result element type")),
     };
-    encode(&out, TensorType::new(want_shape, et))
+    encode(&out, out_ty)
 }
 
 /// The sizes of a batched product `[batch, m, k] x [batch, k, n]`.
@@ -265,6 +309,33 @@ fn float_product<T: ArrayFloat>(
     b: FloatOperand<'_, T>,
     ty: TensorType,
 ) -> Result<Option<Literal>, IrError> {
+    let n = s.batch * s.m * s.n;
+    if ty.element_type == T::ET {
+        // Written in place into a (pooled) result buffer: the kernels write every element
+        // (a `false` discards the buffer).
+        let mut done = false;
+        let lit = typed::build_overwritten::<T>(ty, n, |out| {
+            done = batched_product(s, &a, &b, out, false)
+        })?;
+        return Ok(done.then_some(lit));
+    }
+    let mut out = vec![T::ZERO; n];
+    if !batched_product(s, &a, &b, &mut out, false) {
+        return Ok(None);
+    }
+    encode(&T::into_array(out), ty).map(Some)
+}
+
+/// `out = a . b` (or `out += a . b` when `accumulate`) for every batch entry, `out` holding
+/// the `[batch, m, n]` result row-major: the entries split over the threads when there are
+/// enough of them, each product threaded otherwise. `false` when a view does not fit.
+fn batched_product<T: ArrayFloat>(
+    s: Shape,
+    a: &FloatOperand<'_, T>,
+    b: &FloatOperand<'_, T>,
+    out: &mut [T],
+    accumulate: bool,
+) -> bool {
     // The products of batch entries `first..` into `out`, each threaded or not.
     let products = |first: usize, out: &mut [T], parallel: bool| -> bool {
         out.chunks_exact_mut(s.m * s.n)
@@ -278,43 +349,33 @@ fn float_product<T: ArrayFloat>(
                     offset: i * b.batch_stride,
                     ..b.matrix
                 };
-                matmul_into(s.m, s.k, s.n, &a.data, sa, &b.data, sb, chunk, parallel)
+                let (x, y) = (&a.data, &b.data);
+                if accumulate {
+                    matmul_add_into(s.m, s.k, s.n, x, sa, y, sb, chunk, parallel)
+                } else {
+                    matmul_into(s.m, s.k, s.n, x, sa, y, sb, chunk, parallel)
+                }
             })
     };
-    let product = |out: &mut [T]| -> bool {
-        if s.m * s.n == 0 {
-            return true;
-        }
-        let threads = threads::count();
-        let work = s.batch.saturating_mul(s.m * s.n).saturating_mul(s.k);
-        if !split_batch(s.batch, threads, work) {
-            return products(0, out, true);
-        }
-        // Whole products per thread: no hand-offs inside each (small) product.
-        let per = s.batch.div_ceil(threads);
-        let mut ok = vec![true; s.batch.div_ceil(per)];
-        let parts = out
-            .chunks_mut(per * s.m * s.n)
-            .zip(ok.iter_mut())
-            .enumerate();
-        threads::for_each(parts, |(t, (part, ok))| {
-            *ok = products(t * per, part, false)
-        });
-        ok.iter().all(|&ok| ok)
-    };
-    let n = s.batch * s.m * s.n;
-    if ty.element_type == T::ET {
-        // Written in place into a (pooled) result buffer: the kernels write every element
-        // (a `false` discards the buffer).
-        let mut done = false;
-        let lit = typed::build_overwritten::<T>(ty, n, |out| done = product(out))?;
-        return Ok(done.then_some(lit));
+    if s.m * s.n == 0 {
+        return true;
     }
-    let mut out = vec![T::ZERO; n];
-    if !product(&mut out) {
-        return Ok(None);
+    let threads = threads::count();
+    let work = s.batch.saturating_mul(s.m * s.n).saturating_mul(s.k);
+    if !split_batch(s.batch, threads, work) {
+        return products(0, out, true);
     }
-    encode(&T::into_array(out), ty).map(Some)
+    // Whole products per thread: no hand-offs inside each (small) product.
+    let per = s.batch.div_ceil(threads);
+    let mut ok = vec![true; s.batch.div_ceil(per)];
+    let parts = out
+        .chunks_mut(per * s.m * s.n)
+        .zip(ok.iter_mut())
+        .enumerate();
+    threads::for_each(parts, |(t, (part, ok))| {
+        *ok = products(t * per, part, false)
+    });
+    ok.iter().all(|&ok| ok)
 }
 
 /// Whether a batch of `batch` products splits over `threads` threads by whole products
@@ -335,6 +396,52 @@ pub(crate) fn dot_general(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Lite
     let lc = cx.i64s_or("lhs_contracting_dimensions", Vec::new())?;
     let rc = cx.i64s_or("rhs_contracting_dimensions", Vec::new())?;
     dot_impl(cx, a, b, &lb, &rb, &lc, &rc)
+}
+
+/// Adds `dot_general(a, b)` (the op of `cx`) to `acc` in `acc`'s own bytes: the product's
+/// kernels read `acc` as their starting sums. Only for f32 and f64 products whose result type
+/// is `acc`'s; `Ok(false)`, with nothing written, for any other.
+pub(crate) fn dot_general_into(
+    cx: OpCx<'_>,
+    a: &Literal,
+    b: &Literal,
+    acc: &mut Literal,
+) -> Result<bool, IrError> {
+    let lb = cx.i64s_or("lhs_batching_dimensions", Vec::new())?;
+    let rb = cx.i64s_or("rhs_batching_dimensions", Vec::new())?;
+    let lc = cx.i64s_or("lhs_contracting_dimensions", Vec::new())?;
+    let rc = cx.i64s_or("rhs_contracting_dimensions", Vec::new())?;
+    let product = check_product(cx, a, b, &lb, &rb, &lc, &rc)?;
+    if product.out_ty != acc.ty || !cfg!(target_endian = "little") {
+        return Ok(false);
+    }
+    match product.out_ty.element_type {
+        ElementType::F32 => add_product::<f32>(&product, a, b, acc),
+        ElementType::F64 => add_product::<f64>(&product, a, b, acc),
+        _ => Ok(false),
+    }
+}
+
+/// [`dot_general_into`] for storage `T` (the result's element type).
+fn add_product<T: ArrayFloat>(
+    p: &Product,
+    a: &Literal,
+    b: &Literal,
+    acc: &mut Literal,
+) -> Result<bool, IrError> {
+    let lhs = float_operand::<T>(a, T::ET, [&p.lb, &p.l_free, &p.lc])?;
+    let rhs = float_operand::<T>(b, T::ET, [&p.rb, &p.rc, &p.r_free])?;
+    let Ok(out) = bytemuck::try_cast_slice_mut::<u8, T>(acc.data_mut()) else {
+        return Ok(false);
+    };
+    // The views come from the operands' own shapes and `out` has the result's length, so
+    // they always fit; a `false` here would have left `acc` partly summed.
+    if !batched_product(p.shape, &lhs, &rhs, out, true) {
+        return Err(IrError::Eval {
+            detail: "internal: an accumulating product's views do not fit its operands".to_string(),
+        });
+    }
+    Ok(true)
 }
 
 /// Evaluates the legacy `dot` (vector/matrix products contracting lhs's last dimension with
@@ -475,6 +582,240 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// One `x + dot(a, b)` case: the shapes, the contracting dimensions, and how the sum
+    /// is written.
+    struct Added {
+        a: Vec<i64>,
+        b: Vec<i64>,
+        /// `(lhs, rhs)` batch and contracting dimensions.
+        batch: (Vec<i64>, Vec<i64>),
+        contract: (Vec<i64>, Vec<i64>),
+        /// The add reads the product's `[1, 0]` transpose.
+        transposed: bool,
+        /// The product is the add's first operand.
+        product_first: bool,
+        /// The addend is also returned (its buffer cannot become the sum's).
+        addend_kept: bool,
+        /// What the addend is.
+        addend: Addend,
+    }
+
+    /// The addend of an [`Added`] case.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Addend {
+        /// The function's argument (its bytes shared with the caller).
+        Argument,
+        /// `reverse(x0)`: a buffer of the function's own.
+        Reversed,
+        /// `negate(x0)`, which a fused group holding the add would compute: the sum stays
+        /// in the group.
+        Negated,
+    }
+
+    /// `main(x0, a, b)`: `x + dot(a, b)` as `added` says, with `x` from `x0` as its
+    /// `addend` says; and the sum's shape.
+    fn added_product_module(added: &Added, et: ElementType) -> (crate::Module, Vec<i64>) {
+        let dims = |shape: &[i64], batch: &[i64], contract: &[i64]| -> Vec<i64> {
+            (0..shape.len() as i64)
+                .filter(|d| !batch.contains(d) && !contract.contains(d))
+                .map(|d| shape[d as usize])
+                .collect()
+        };
+        let mut product: Vec<i64> = added.batch.0.iter().map(|&d| added.a[d as usize]).collect();
+        product.extend(dims(&added.a, &added.batch.0, &added.contract.0));
+        product.extend(dims(&added.b, &added.batch.1, &added.contract.1));
+        let sum = if added.transposed {
+            vec![product[1], product[0]]
+        } else {
+            product.clone()
+        };
+        let (mut f, p) = FuncBuilder::new(&[t(&sum, et), t(&added.a, et), t(&added.b, et)]);
+        let x = match added.addend {
+            Addend::Argument => p[0],
+            Addend::Reversed => {
+                let dims = vec![("dimensions", i64s(&[0]))];
+                f.op(OpKind::Reverse, &[p[0]], t(&sum, et), dims)
+            }
+            Addend::Negated => f.op(OpKind::Negate, &[p[0]], t(&sum, et), vec![]),
+        };
+        let attrs = vec![
+            ("lhs_batching_dimensions", i64s(&added.batch.0)),
+            ("rhs_batching_dimensions", i64s(&added.batch.1)),
+            ("lhs_contracting_dimensions", i64s(&added.contract.0)),
+            ("rhs_contracting_dimensions", i64s(&added.contract.1)),
+        ];
+        let mut y = f.op(OpKind::DotGeneral, &[p[1], p[2]], t(&product, et), attrs);
+        if added.transposed {
+            let perm = vec![("permutation", i64s(&[1, 0]))];
+            y = f.op(OpKind::Transpose, &[y], t(&sum, et), perm);
+        }
+        let operands = if added.product_first { [y, x] } else { [x, y] };
+        let r = f.op(OpKind::Add, &operands, t(&sum, et), vec![]);
+        let results = if added.addend_kept {
+            vec![r, x]
+        } else {
+            vec![r]
+        };
+        (f.finish(&results), sum)
+    }
+
+    /// Small integers as `et` (f32, f64 or s32) of `shape`: every product and sum exact.
+    fn small_ints(shape: &[i64], et: ElementType, seed: i64) -> crate::Literal {
+        let n = shape.iter().product::<i64>();
+        let v: Vec<i64> = (0..n).map(|i| (i * 7 + seed) % 9 - 4).collect();
+        match et {
+            ElementType::F32 => f32s(shape, &v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+            ElementType::F64 => f64s(shape, &v.iter().map(|&x| x as f64).collect::<Vec<_>>()),
+            _ => i32s(shape, &v.iter().map(|&x| x as i32).collect::<Vec<_>>()),
+        }
+    }
+
+    /// `x + dot(a, b)` and `x + transpose(dot(a, b))` run as one accumulating product
+    /// (a plan step) for f32 and f64, in the addend's buffer or a copy of it, through the
+    /// direct, row-major-copy and transposed kernels and over a batch, and give the sums
+    /// of the product and the add run apart (exact: small integers).
+    #[test]
+    fn products_added_to_a_value_sum_into_it() {
+        let v = |d: &[i64]| d.to_vec();
+        let case = |a: &[i64], b: &[i64], contract: (&[i64], &[i64])| Added {
+            a: v(a),
+            b: v(b),
+            batch: (Vec::new(), Vec::new()),
+            contract: (v(contract.0), v(contract.1)),
+            transposed: false,
+            product_first: false,
+            addend_kept: false,
+            addend: Addend::Reversed,
+        };
+        let cases = [
+            case(&[5, 7], &[7, 3], (&[1], &[0])),
+            // `b` contiguous down its columns: the row-major copy, and for few rows of
+            // `a` the transposed product, whose result is added at the end.
+            case(&[20, 24], &[18, 24], (&[1], &[1])),
+            case(&[2, 64], &[64, 64], (&[1], &[1])),
+            // Contracting the leading dimensions (a weight gradient, `dz^T . h`).
+            case(&[32, 40], &[32, 24], (&[0], &[0])),
+            case(&[3, 0], &[0, 4], (&[1], &[0])),
+            Added {
+                transposed: true,
+                ..case(&[32, 40], &[32, 24], (&[0], &[0]))
+            },
+            Added {
+                transposed: true,
+                product_first: true,
+                addend_kept: true,
+                ..case(&[6, 9], &[9, 11], (&[1], &[0]))
+            },
+            Added {
+                product_first: true,
+                addend_kept: true,
+                ..case(&[2, 64], &[64, 64], (&[1], &[1]))
+            },
+            Added {
+                batch: (v(&[0]), v(&[0])),
+                ..case(&[4, 5, 6], &[4, 6, 7], (&[2], &[1]))
+            },
+            Added {
+                addend: Addend::Argument,
+                ..case(&[20, 24], &[18, 24], (&[1], &[1]))
+            },
+            Added {
+                addend: Addend::Negated,
+                ..case(&[5, 7], &[7, 3], (&[1], &[0]))
+            },
+        ];
+        for (i, added) in cases.iter().enumerate() {
+            for et in [ElementType::F32, ElementType::F64, ElementType::S32] {
+                let (m, sum) = added_product_module(added, et);
+                let func = &m.functions[0];
+                let plan = super::super::plan::plan_block(func, &func.body.blocks[0], true, true);
+                let steps = plan
+                    .steps
+                    .iter()
+                    .filter(|s| matches!(s, super::super::plan::Step::AccumulatedDot(_)))
+                    .count();
+                // f32 `negate` and `add` make a fused group, which keeps the sum.
+                let grouped = added.addend == Addend::Negated && et == ElementType::F32;
+                let planned = et != ElementType::S32 && !grouped;
+                assert_eq!(steps, usize::from(planned), "case {i} {et:?}");
+                let args = [
+                    small_ints(&sum, et, 1),
+                    small_ints(&added.a, et, 2),
+                    small_ints(&added.b, et, 5),
+                ];
+                let run = |fuse: bool| {
+                    let options = crate::eval::EvalOptions { fuse };
+                    let none = crate::eval::SingleDevice;
+                    crate::eval::run_function_with_options(&m, "main", &args, &none, options)
+                        .unwrap()
+                };
+                let (together, apart) = (run(true), run(false));
+                assert_eq!(together.len(), apart.len());
+                for (x, y) in together.iter().zip(&apart) {
+                    assert_eq!(x.ty, y.ty, "case {i} {et:?}");
+                    assert_eq!(x.data, y.data, "case {i} {et:?}");
+                }
+            }
+        }
+    }
+
+    /// Two independent sums of the same shape (the weight gradients of a recurrent step,
+    /// which a fused group would hold together) both leave the group and accumulate.
+    #[test]
+    fn independent_sums_of_one_shape_both_accumulate() {
+        let f = ElementType::F32;
+        let shape = [12, 10];
+        let (mut b, p) = FuncBuilder::new(&[t(&shape, f), t(&shape, f), t(&[12, 6], f)]);
+        let contract = |l: i64, r: i64| {
+            vec![
+                ("lhs_contracting_dimensions", i64s(&[l])),
+                ("rhs_contracting_dimensions", i64s(&[r])),
+            ]
+        };
+        let wide = b.op(OpKind::Concatenate, &[p[2], p[2]], t(&[12, 12], f), {
+            vec![("dimension", int(1))]
+        });
+        let y0 = b.op(
+            OpKind::DotGeneral,
+            &[wide, p[0]],
+            t(&shape, f),
+            contract(1, 0),
+        );
+        let y1 = b.op(
+            OpKind::DotGeneral,
+            &[p[1], wide],
+            t(&[10, 12], f),
+            contract(0, 0),
+        );
+        let perm = vec![("permutation", i64s(&[1, 0]))];
+        let y1 = b.op(OpKind::Transpose, &[y1], t(&shape, f), perm);
+        let s0 = b.op(OpKind::Add, &[p[0], y0], t(&shape, f), vec![]);
+        let s1 = b.op(OpKind::Add, &[y1, p[1]], t(&shape, f), vec![]);
+        let m = b.finish(&[s0, s1]);
+        let func = &m.functions[0];
+        let plan = super::super::plan::plan_block(func, &func.body.blocks[0], true, true);
+        let steps = plan
+            .steps
+            .iter()
+            .filter(|s| matches!(s, super::super::plan::Step::AccumulatedDot(_)))
+            .count();
+        assert_eq!(steps, 2);
+        let args = [
+            small_ints(&shape, f, 0),
+            small_ints(&shape, f, 3),
+            small_ints(&[12, 6], f, 4),
+        ];
+        let run = |fuse: bool| {
+            let options = crate::eval::EvalOptions { fuse };
+            let none = crate::eval::SingleDevice;
+            crate::eval::run_function_with_options(&m, "main", &args, &none, options).unwrap()
+        };
+        let (together, apart) = (run(true), run(false));
+        for (x, y) in together.iter().zip(&apart) {
+            assert_eq!(to_f32(x), to_f32(y));
         }
     }
 }

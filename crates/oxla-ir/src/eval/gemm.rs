@@ -23,6 +23,40 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     out: &mut [T],
     parallel: bool,
 ) -> bool {
+    product_into(m, k, n, a, sa, b, sb, out, parallel, false)
+}
+
+/// `out += a * b`, as [`matmul_into`] otherwise: a product added to a value whose buffer
+/// it can write (`x + dot(a, b)`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_add_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+    parallel: bool,
+) -> bool {
+    product_into(m, k, n, a, sa, b, sb, out, parallel, true)
+}
+
+/// [`matmul_into`] (`accumulate` false) or [`matmul_add_into`].
+#[allow(clippy::too_many_arguments)]
+fn product_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    sa: Strided,
+    b: &[T],
+    sb: Strided,
+    out: &mut [T],
+    parallel: bool,
+    accumulate: bool,
+) -> bool {
     // `gemm` packs a right-hand side that is contiguous down its columns (the `b` of
     // `a . B^T`, where `B` is stored row-major) about three times slower than one contiguous
     // along its rows: a product large enough to notice reads a row-major copy instead.
@@ -38,7 +72,8 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
         && n >= TRANSPOSED_MIN
         && (k * m + m * n) * 4 <= k * n
     {
-        if let Some(done) = transposed_product(m, k, n, a, sa, b, sb, out, parallel) {
+        let done = transposed_product(m, k, n, a, sa, b, sb, out, parallel, accumulate);
+        if let Some(done) = done {
             return done;
         }
     }
@@ -55,7 +90,7 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
                 row: n,
                 col: 1,
             };
-            let done = matmul_into(m, k, n, a, sa, rows, sb, out, parallel);
+            let done = product_into(m, k, n, a, sa, rows, sb, out, parallel, accumulate);
             super::pool::give(bytes);
             return done;
         }
@@ -64,17 +99,23 @@ pub(crate) fn matmul_into<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     // it is called from: run those from the evaluator's pool (whose threads flush denormals
     // like the calling thread), and smaller ones on this thread, so that no second pool
     // (rayon's global one) competes for the cores.
-    if parallel && m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
-        super::threads::install(|| oxla_simd::matmul(m, k, n, a, sa, b, sb, out, true))
+    let product = if accumulate {
+        oxla_simd::matmul_add
     } else {
-        oxla_simd::matmul(m, k, n, a, sa, b, sb, out, false)
+        oxla_simd::matmul
+    };
+    if parallel && m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
+        super::threads::install(|| product(m, k, n, a, sa, b, sb, out, true))
+    } else {
+        product(m, k, n, a, sa, b, sb, out, false)
     }
 }
 
 /// `out = a * b` as `out^T = b^T * a^T` for a row-major `a` (`sa.col == 1`) and a `b`
 /// contiguous down its columns (`sb.row == 1`), so that `b^T` is read row-major as it is
-/// stored: `a^T` is copied row-major, and the `n x m` result transposed into `out`. `None`
-/// when a copy cannot be made (the caller then takes another path).
+/// stored: `a^T` is copied row-major, and the `n x m` result transposed into `out` (added to
+/// it when `accumulate`). `None` when a copy cannot be made (the caller then takes another
+/// path).
 #[allow(clippy::too_many_arguments)]
 fn transposed_product<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     m: usize,
@@ -86,6 +127,7 @@ fn transposed_product<T: oxla_simd::GemmScalar + bytemuck::Pod>(
     sb: Strided,
     out: &mut [T],
     parallel: bool,
+    accumulate: bool,
 ) -> Option<bool> {
     // `a^T` as a `k x m` view is contiguous down its columns: element (p, i) is at
     // `i * sa.row + p`.
@@ -123,6 +165,12 @@ fn transposed_product<T: oxla_simd::GemmScalar + bytemuck::Pod>(
             bytemuck::try_cast_slice::<u8, T>(&rows),
             out.get_mut(..m * n),
         ) {
+            (Ok(r), Some(dst)) if accumulate => {
+                for (d, &r) in dst.iter_mut().zip(r) {
+                    *d = *d + r;
+                }
+                true
+            }
             (Ok(r), Some(dst)) => {
                 dst.copy_from_slice(r);
                 true

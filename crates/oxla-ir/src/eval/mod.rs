@@ -585,6 +585,7 @@ impl<'m> Interp<'m> {
                 Step::Fused(kernel) => exec_fused(frame, kernel)?,
                 Step::Rows(kernel) => self.exec_rows(frame, kernel)?,
                 Step::SwappedDot(op) => exec_tensor_op(frame, op)?,
+                Step::AccumulatedDot(d) => exec_accumulated_dot(frame, d, &plan.frees[i])?,
                 Step::ScaledWindow(w) => self.exec_scaled_window(frame, block, w)?,
             }
             for v in &plan.frees[i] {
@@ -764,6 +765,84 @@ fn exec_tensor_op(frame: &mut Frame<'_>, op: &Op) -> Result<(), IrError> {
     drop(args);
     cx.expect_results(1)?;
     set_value(frame, op.results[0], Value::Tensor(result))
+}
+
+/// Runs an [`AccumulatedDot`](plan::AccumulatedDot) step: the product summed into the
+/// addend's buffer (taken over when this step is the addend's last use and nothing else
+/// shares it, a pooled copy otherwise), or, where the accumulating kernels do not apply,
+/// the product stored and the add run on it.
+fn exec_accumulated_dot(
+    frame: &mut Frame<'_>,
+    step: &plan::AccumulatedDot,
+    frees: &[ValueId],
+) -> Result<(), IrError> {
+    let func = frame.func;
+    let cx = OpCx {
+        op: &step.product,
+        func,
+    };
+    let [lhs, rhs] = step.product.operands[..] else {
+        return Err(cx.invalid("expects two operands"));
+    };
+    for id in [lhs, rhs, step.addend] {
+        tensor_operand(frame, cx, id)?;
+    }
+    let last_use = frees.contains(&step.addend) && lhs != step.addend && rhs != step.addend;
+    let owned = if last_use {
+        match frame.env[step.addend.index()].take() {
+            Some(Value::Tensor(lit)) => match Arc::try_unwrap(lit.data) {
+                Ok(bytes) => Some(Literal {
+                    ty: lit.ty,
+                    data: Arc::new(bytes),
+                }),
+                Err(data) => {
+                    let lit = Literal { ty: lit.ty, data };
+                    frame.env[step.addend.index()] = Some(Value::Tensor(lit));
+                    None
+                }
+            },
+            other => {
+                frame.env[step.addend.index()] = other;
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut acc = match owned {
+        Some(lit) => lit,
+        None => {
+            let x = tensor_operand(frame, cx, step.addend)?;
+            let mut bytes = pool::take_for_overwrite(x.data.len());
+            bytes.copy_from_slice(&x.data);
+            Literal::new(x.ty.clone(), bytes)?
+        }
+    };
+    let (a, b) = (
+        tensor_operand(frame, cx, lhs)?,
+        tensor_operand(frame, cx, rhs)?,
+    );
+    if dot::dot_general_into(cx, a, b, &mut acc)? {
+        return set_value(frame, step.add.results[0], Value::Tensor(acc));
+    }
+    // Not a product the kernels sum into (checked before anything is written): the
+    // product is stored and added as the two ops would have been.
+    let product = tensor_op(cx, &[a, b])?;
+    let add_cx = OpCx {
+        op: &step.add,
+        func,
+    };
+    let args = step
+        .add
+        .operands
+        .iter()
+        .map(|&id| if id == step.summand { &product } else { &acc })
+        .collect::<SmallVec<[_; 2]>>();
+    let result = tensor_op(add_cx, &args)?;
+    drop(args);
+    recycle(product);
+    recycle(acc);
+    set_value(frame, step.add.results[0], Value::Tensor(result))
 }
 
 /// Runs `dynamic_update_slice` at its operand's last use: the operand moves out of the

@@ -17,6 +17,9 @@ pub(crate) enum Step {
     /// A 2-D `dot_general` whose only use is a `transpose` by `[1, 0]`, as one product with
     /// its operands swapped that writes the transpose's result (this op).
     SwappedDot(Box<Op>),
+    /// An f32 or f64 `add` of a value and a product (`x + dot(a, b)`, or the product's
+    /// `[1, 0]` transpose), as one product that sums into the value's buffer.
+    AccumulatedDot(Box<AccumulatedDot>),
     /// A `reduce_window` whose only use is a product with a one-value factor, as one
     /// window fold that scales each output as it is written (this product's result).
     ScaledWindow(Box<ScaledWindow>),
@@ -33,6 +36,23 @@ pub(crate) struct ScaledWindow {
     pub result: ValueId,
     /// The one-element f32 value the product broadcasts.
     pub scale: ValueId,
+}
+
+/// `result = add(addend, dot_general(a, b))` (either operand order), the product read only
+/// by the add, directly or through a `[1, 0]` transpose (whose only reader is the add): the
+/// product's kernels start from the addend's values instead of zeros, so the product is
+/// never stored and the add makes no pass of its own. The addend's buffer becomes the
+/// result's when this is its last use.
+pub(crate) struct AccumulatedDot {
+    /// The product, its operands and dimension attributes swapped when it folds a
+    /// transpose, its result the add's.
+    pub product: Op,
+    /// The add, run on the stored product when the accumulating kernels do not apply.
+    pub add: Op,
+    /// The add's operand that the product (or its transpose) defines.
+    pub summand: ValueId,
+    /// The add's other operand.
+    pub addend: ValueId,
 }
 
 /// How many times each value is read in `block`, nested regions included.
@@ -56,12 +76,7 @@ fn scaled_windows(func: &Function, block: &Block) -> Vec<(usize, usize, usize, S
         Some(Type::Tensor(t)) if t.element_type == crate::ElementType::F32 => Some(t),
         _ => None,
     };
-    let mut defined_at: HashMap<ValueId, usize> = HashMap::new();
-    for (i, op) in block.ops.iter().enumerate() {
-        for &r in &op.results {
-            defined_at.insert(r, i);
-        }
-    }
+    let defined_at = definitions(block);
     let mut found = Vec::new();
     for (j, product) in block.ops.iter().enumerate() {
         let ([a, b], [result]) = (product.operands.as_slice(), product.results.as_slice()) else {
@@ -102,57 +117,145 @@ fn scaled_windows(func: &Function, block: &Block) -> Vec<(usize, usize, usize, S
     found
 }
 
+/// Whether `op` is a `dot_general` of two operands without batch dimensions and with a
+/// 2-D result: one whose `[1, 0]` transpose is the product with its operands swapped.
+fn swappable_dot(func: &Function, op: &Op) -> bool {
+    let cx = super::OpCx { op, func };
+    let no_batch = |name| cx.i64s_or(name, Vec::new()).is_ok_and(|b| b.is_empty());
+    let rank2 =
+        |v: &ValueId| matches!(func.values.get(v.index()), Some(Type::Tensor(t)) if t.rank() == 2);
+    op.kind == OpKind::DotGeneral
+        && op.operands.len() == 2
+        && matches!(op.results.as_slice(), [r] if rank2(r))
+        && no_batch("lhs_batching_dimensions")
+        && no_batch("rhs_batching_dimensions")
+}
+
+/// Whether `op` is a one-operand `transpose` by `[1, 0]`.
+fn is_matrix_transpose(func: &Function, op: &Op) -> bool {
+    let cx = super::OpCx { op, func };
+    op.kind == OpKind::Transpose
+        && op.operands.len() == 1
+        && op.results.len() == 1
+        && cx.i64s("permutation").is_ok_and(|p| p == [1, 0])
+}
+
+/// `dot` with its operands and its `lhs_`/`rhs_` attributes swapped, writing `results`:
+/// the transpose of its product.
+fn swapped(dot: &Op, results: &[ValueId]) -> Op {
+    let mut op = dot.clone();
+    op.operands.swap(0, 1);
+    op.results = results.to_vec();
+    for (name, _) in &mut op.attributes {
+        if let Some(rest) = name.strip_prefix("lhs_") {
+            *name = format!("rhs_{rest}");
+        } else if let Some(rest) = name.strip_prefix("rhs_") {
+            *name = format!("lhs_{rest}");
+        }
+    }
+    op
+}
+
+/// The index of the op of `block` that defines each value.
+fn definitions(block: &Block) -> HashMap<ValueId, usize> {
+    let mut defined_at = HashMap::new();
+    for (i, op) in block.ops.iter().enumerate() {
+        for &r in &op.results {
+            defined_at.insert(r, i);
+        }
+    }
+    defined_at
+}
+
 /// The `dot_general`s of `block` that [`Step::SwappedDot`] can replace, with their
 /// transposes: `(dot index, transpose index, swapped op)`.
 fn swapped_dots(func: &Function, block: &Block) -> Vec<(usize, usize, Op)> {
     let uses = use_counts(block);
     let mut found = Vec::new();
     for (i, dot) in block.ops.iter().enumerate() {
-        let [result] = dot.results.as_slice() else {
-            continue;
-        };
-        let cx = super::OpCx { op: dot, func };
-        let no_batch = cx
-            .i64s_or("lhs_batching_dimensions", Vec::new())
-            .is_ok_and(|b| b.is_empty())
-            && cx
-                .i64s_or("rhs_batching_dimensions", Vec::new())
-                .is_ok_and(|b| b.is_empty());
-        let rank2 =
-            matches!(func.values.get(result.index()), Some(Type::Tensor(t)) if t.rank() == 2);
-        if dot.kind != OpKind::DotGeneral || dot.operands.len() != 2 || !no_batch || !rank2 {
+        if !swappable_dot(func, dot) || uses.get(&dot.results[0]) != Some(&1) {
             continue;
         }
-        if uses.get(result) != Some(&1) {
-            continue;
-        }
+        let result = dot.results[0];
         let Some(j) = block.ops[i + 1..]
             .iter()
-            .position(|op| op.operands.contains(result))
+            .position(|op| op.operands.contains(&result))
             .map(|k| i + 1 + k)
         else {
             continue;
         };
         let t = &block.ops[j];
-        let tcx = super::OpCx { op: t, func };
-        let swap = t.kind == OpKind::Transpose
-            && t.operands.len() == 1
-            && t.results.len() == 1
-            && tcx.i64s("permutation").is_ok_and(|p| p == [1, 0]);
-        if !swap {
+        if is_matrix_transpose(func, t) {
+            found.push((i, j, swapped(dot, &t.results)));
+        }
+    }
+    found
+}
+
+/// The adds of `block` that [`Step::AccumulatedDot`] can replace: `(add index, product
+/// index, transpose index if any, step)`.
+fn accumulated_dots(
+    func: &Function,
+    block: &Block,
+) -> Vec<(usize, usize, Option<usize>, AccumulatedDot)> {
+    let uses = use_counts(block);
+    let defined_at = definitions(block);
+    let float_type = |v: &ValueId| match func.values.get(v.index()) {
+        Some(Type::Tensor(t))
+            if matches!(
+                t.element_type,
+                crate::ElementType::F32 | crate::ElementType::F64
+            ) =>
+        {
+            Some(t)
+        }
+        _ => None,
+    };
+    let single_use = |v: &ValueId| uses.get(v) == Some(&1);
+    let mut found = Vec::new();
+    for (j, add) in block.ops.iter().enumerate() {
+        let ([x, y], [result]) = (add.operands.as_slice(), add.results.as_slice()) else {
+            continue;
+        };
+        let same_type = float_type(result).is_some()
+            && float_type(x) == float_type(result)
+            && float_type(y) == float_type(result);
+        if add.kind != OpKind::Add || x == y || !same_type {
             continue;
         }
-        let mut op = dot.clone();
-        op.operands.swap(0, 1);
-        op.results = t.results.clone();
-        for (name, _) in &mut op.attributes {
-            if let Some(rest) = name.strip_prefix("lhs_") {
-                *name = format!("rhs_{rest}");
-            } else if let Some(rest) = name.strip_prefix("rhs_") {
-                *name = format!("lhs_{rest}");
+        for (summand, addend) in [(y, x), (x, y)] {
+            let Some(&i) = defined_at.get(summand) else {
+                continue;
+            };
+            if !single_use(summand) {
+                continue;
+            }
+            let def = &block.ops[i];
+            let fits = |dot: &Op| dot.kind == OpKind::DotGeneral && dot.operands.len() == 2;
+            let step = |product: Op| AccumulatedDot {
+                product,
+                add: add.clone(),
+                summand: *summand,
+                addend: *addend,
+            };
+            if fits(def) && def.results.len() == 1 {
+                let mut product = def.clone();
+                product.results = vec![*result];
+                found.push((j, i, None, step(product)));
+                break;
+            }
+            if !is_matrix_transpose(func, def) || !single_use(&def.operands[0]) {
+                continue;
+            }
+            let Some(&d) = defined_at.get(&def.operands[0]) else {
+                continue;
+            };
+            let dot = &block.ops[d];
+            if swappable_dot(func, dot) {
+                found.push((j, d, Some(i), step(swapped(dot, &[*result]))));
+                break;
             }
         }
-        found.push((i, j, op));
     }
     found
 }
@@ -196,7 +299,43 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
             }
         }
     }
-    let groups = find_groups(func, block, fuse, &taken);
+    // Products added to a value sum into it. An add that a fused group holds leaves the
+    // group when the group neither computes the addend nor reads the sum (adds of the same
+    // shape are grouped though independent); the groups are then picked again without it.
+    let mut groups = find_groups(func, block, fuse, &taken);
+    let mut accumulated: HashMap<usize, AccumulatedDot> = HashMap::new();
+    if fuse {
+        let defined_at = definitions(block);
+        let mut regroup = false;
+        for (j, d, t, step) in accumulated_dots(func, block) {
+            let ops = [Some(j), Some(d), t];
+            let grouped = |x: &usize| groups.of_op[*x].is_some();
+            if ops.iter().flatten().any(|x| taken[*x] || folded[*x])
+                || [Some(d), t].iter().flatten().any(grouped)
+            {
+                continue;
+            }
+            if let Some(g) = groups.of_op[j] {
+                let in_group = |i: &usize| groups.of_op[*i] == Some(g);
+                let addend_in_group = defined_at.get(&step.addend).is_some_and(in_group);
+                let sum = step.add.results[0];
+                let sum_read_in_group = (j + 1..block.ops.len())
+                    .any(|i| in_group(&i) && block.ops[i].operands.contains(&sum));
+                if addend_in_group || sum_read_in_group {
+                    continue;
+                }
+                regroup = true;
+            }
+            for x in ops.iter().flatten() {
+                folded[*x] = true;
+                taken[*x] = true;
+            }
+            accumulated.insert(j, step);
+        }
+        if regroup {
+            groups = find_groups(func, block, fuse, &taken);
+        }
+    }
     let mut row_runs_at: HashMap<usize, usize> = HashMap::new();
     for (k, (_, last)) in row_groups.kernels.iter().enumerate() {
         row_runs_at.insert(*last, k);
@@ -209,10 +348,11 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
         runs_at.insert(last, kernels.len());
         kernels.push(Some(kernel));
     }
+    // The transposed products that no sum took swap their operands.
     let mut swapped: HashMap<usize, Op> = HashMap::new();
     if fuse {
         for (i, j, op) in swapped_dots(func, block) {
-            if !taken[i] && !taken[j] && groups.of_op[j].is_none() {
+            if !taken[i] && !taken[j] && !folded[i] && !folded[j] && groups.of_op[j].is_none() {
                 swapped.insert(i, op);
                 folded[j] = true;
             }
@@ -220,6 +360,10 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
     }
     let mut steps = Vec::with_capacity(block.ops.len());
     for (i, &folded) in folded.iter().enumerate() {
+        if let Some(step) = accumulated.remove(&i) {
+            steps.push(Step::AccumulatedDot(Box::new(step)));
+            continue;
+        }
         if let Some(op) = swapped.remove(&i) {
             steps.push(Step::SwappedDot(Box::new(op)));
             continue;
@@ -271,6 +415,12 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
                 uses.push(op.operands.clone());
                 defs.push(op.results.clone());
             }
+            Step::AccumulatedDot(d) => {
+                let mut u = d.product.operands.clone();
+                u.push(d.addend);
+                uses.push(u);
+                defs.push(d.add.results.clone());
+            }
             Step::ScaledWindow(w) => {
                 let mut u = Vec::new();
                 collect_uses(&block.ops[w.window], &mut u);
@@ -318,9 +468,11 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
                     .filter(|v| op.operands.contains(v) && !inner.contains(v))
                     .collect()
             }
-            Step::Fused(_) | Step::Rows(_) | Step::SwappedDot(_) | Step::ScaledWindow(_) => {
-                Vec::new()
-            }
+            Step::Fused(_)
+            | Step::Rows(_)
+            | Step::SwappedDot(_)
+            | Step::AccumulatedDot(_)
+            | Step::ScaledWindow(_) => Vec::new(),
         })
         .collect();
     let arg_used = block
