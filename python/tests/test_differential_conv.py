@@ -73,6 +73,26 @@ def test_conv_nhwc_and_gradients(case):
     check(jax.grad(lambda x, w: jnp.sum(jnp.tanh(fn(x, w))), argnums=(0, 1)), x, w, atol=1e-5)
 
 
+@pytest.mark.parametrize("channels,features,stride", [(1, 20, 1), (2, 8, 2), (4, 33, 1)])
+def test_kernel_gradient_of_few_input_channels(channels, features, stride):
+    # The kernel gradient of a layer over images of one to four channels: the forward
+    # channels are the gradient convolution's batch, summed as outer products in registers.
+    x = data((6, 17, 15, channels), np.float32, 24)
+    w = data((3, 3, channels, features), np.float32, 25)
+    dy_shape = jax.eval_shape(
+        lambda x, w: lax.conv_general_dilated(x, w, (stride, stride), "SAME",
+                                              dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        x, w).shape
+    dy = data(dy_shape, np.float32, 26)
+
+    def kernel_grad(x, dy):
+        conv = lambda v: lax.conv_general_dilated(x, v, (stride, stride), "SAME",
+                                                  dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jax.vjp(conv, w)[1](dy)[0]
+
+    check(kernel_grad, x, dy, atol=1e-4, rtol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 def test_cnn_training_step_gradients(dtype):
     # A small NHWC network's weight and input gradients at sizes where the kernel

@@ -8,7 +8,9 @@
 //! Float convolutions turn each group into matrix products (im2col, see [`run_float`]),
 //! except those with one channel per group (depthwise ones and their kernel gradients),
 //! which run with the channels as vector lanes ([`channelwise`]); positions that use a few
-//! taps each in a few patterns (lhs dilation) run a product per pattern ([`patterns`]).
+//! taps each in a few patterns (lhs dilation) run a product per pattern ([`patterns`]);
+//! a batch of a few contiguous values (an RGB layer's kernel gradient) sums outer products
+//! in registers ([`outer`]).
 //! Tests are in `tests.rs`.
 
 use super::context::{extents, strides, OpCx};
@@ -20,6 +22,7 @@ use super::typed::{self, ArrayFloat};
 use crate::{IrError, Literal, TensorType};
 
 mod channelwise;
+mod outer;
 mod patterns;
 
 /// The validated index arithmetic of one convolution.
@@ -393,6 +396,11 @@ fn run_float<T: ArrayFloat + Mac>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T])
         && p.out_feature_stride == 1
         && p.out_batch_stride == n_pos * per_group
         && p.taps.iter().enumerate().all(|(q, t)| t.0 == q * per_group);
+    // A batch of a few values innermost (the kernel gradient of a layer over RGB images)
+    // with the kernel's features contiguous: outer products summed in registers.
+    if outer::fits(p) {
+        return outer::run(p, lhs, rhs, out);
+    }
     // Inputs with their batch innermost (an NHWC convolution's kernel gradient) copy their
     // windows in runs along the batch, a few output positions at a time.
     if groups == 1 && p.in_batch > 1 && p.lhs_batch_stride == 1 {

@@ -519,3 +519,49 @@ fn input_gradients_of_strided_convolutions_match_the_direct_loop() {
         float_matches_integer_loop(xs, ws, os, attrs);
     }
 }
+
+#[test]
+fn kernel_gradients_of_few_channels_sum_outer_products() {
+    // A batch of at most four values innermost in the input (the forward channels of an
+    // RGB or grayscale layer) with the kernel's features contiguous: each position's block
+    // of sums stays in registers. Against the direct loop, f32 and f64:
+    //   - RGB, 16 features, split over the threads;
+    //   - one channel and 20 features (a block of 16 lanes and four single ones);
+    //   - four channels and 8 features (single lanes only), rhs dilation 2;
+    //   - the output's features outermost (written element by element).
+    type Case = ([i64; 4], [i64; 4], [i64; 4], Vec<(&'static str, Attribute)>);
+    let pad = |p: &[i64]| ("padding", i64s(p));
+    let cases: [Case; 3] = [
+        (
+            [8, 24, 24, 3],
+            [8, 24, 24, 16],
+            [3, 3, 3, 16],
+            vec![pad(&[1, 1, 1, 1])],
+        ),
+        (
+            [5, 9, 9, 1],
+            [5, 9, 9, 20],
+            [3, 3, 1, 20],
+            vec![pad(&[1, 1, 1, 1])],
+        ),
+        (
+            [3, 14, 14, 4],
+            [3, 7, 7, 8],
+            [3, 3, 4, 8],
+            vec![("rhs_dilation", i64s(&[2, 2])), pad(&[0, 1, 0, 1])],
+        ),
+    ];
+    for (xs, ws, os, extra) in cases {
+        float_matches_integer_loop(xs, ws, os, attrs_kernel_gradient(extra));
+    }
+    let mut features_first = attrs_kernel_gradient(vec![pad(&[1, 1, 1, 1])]);
+    for (name, value) in &mut features_first {
+        match *name {
+            "output_batch_dimension" => *value = int(3),
+            "output_feature_dimension" => *value = int(0),
+            "output_spatial_dimensions" => *value = i64s(&[1, 2]),
+            _ => {}
+        }
+    }
+    float_matches_integer_loop([2, 6, 7, 3], [2, 6, 7, 16], [16, 3, 3, 3], features_first);
+}
