@@ -788,26 +788,15 @@ fn exec_accumulated_dot(
         tensor_operand(frame, cx, id)?;
     }
     let last_use = frees.contains(&step.addend) && lhs != step.addend && rhs != step.addend;
-    let owned = if last_use {
-        match frame.env[step.addend.index()].take() {
-            Some(Value::Tensor(lit)) => match Arc::try_unwrap(lit.data) {
-                Ok(bytes) => Some(Literal {
-                    ty: lit.ty,
-                    data: Arc::new(bytes),
-                }),
-                Err(data) => {
-                    let lit = Literal { ty: lit.ty, data };
-                    frame.env[step.addend.index()] = Some(Value::Tensor(lit));
-                    None
-                }
-            },
-            other => {
-                frame.env[step.addend.index()] = other;
-                None
-            }
-        }
-    } else {
-        None
+    let slot = &mut frame.env[step.addend.index()];
+    let unshared = matches!(slot, Some(Value::Tensor(lit))
+        if Arc::strong_count(&lit.data) == 1 && Arc::weak_count(&lit.data) == 0);
+    let owned = match slot {
+        Some(Value::Tensor(_)) if last_use && unshared => match slot.take() {
+            Some(Value::Tensor(lit)) => Some(lit),
+            _ => None,
+        },
+        _ => None,
     };
     let mut acc = match owned {
         Some(lit) => lit,
