@@ -367,15 +367,9 @@ fn batched_product<T: ArrayFloat>(
     }
     // Whole products per thread: no hand-offs inside each (small) product.
     let per = s.batch.div_ceil(threads);
-    let mut ok = vec![true; s.batch.div_ceil(per)];
-    let parts = out
-        .chunks_mut(per * s.m * s.n)
-        .zip(ok.iter_mut())
-        .enumerate();
-    threads::for_each(parts, |(t, (part, ok))| {
-        *ok = products(t * per, part, false)
-    });
-    ok.iter().all(|&ok| ok)
+    threads::all_chunks(out, per * s.m * s.n, |t, part| {
+        products(t * per, part, false)
+    })
 }
 
 /// Whether a batch of `batch` products splits over `threads` threads by whole products
@@ -391,11 +385,19 @@ fn split_batch(batch: usize, threads: usize, work: usize) -> bool {
 
 /// Evaluates `dot_general`.
 pub(crate) fn dot_general(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, IrError> {
-    let lb = cx.i64s_or("lhs_batching_dimensions", Vec::new())?;
-    let rb = cx.i64s_or("rhs_batching_dimensions", Vec::new())?;
-    let lc = cx.i64s_or("lhs_contracting_dimensions", Vec::new())?;
-    let rc = cx.i64s_or("rhs_contracting_dimensions", Vec::new())?;
+    let [lb, rb, lc, rc] = dimension_numbers(cx)?;
     dot_impl(cx, a, b, &lb, &rb, &lc, &rc)
+}
+
+/// `dot_general`'s lhs and rhs batching, then lhs and rhs contracting dimensions (absent
+/// lists empty).
+fn dimension_numbers(cx: OpCx<'_>) -> Result<[Vec<i64>; 4], IrError> {
+    Ok([
+        cx.i64s_or("lhs_batching_dimensions", Vec::new())?,
+        cx.i64s_or("rhs_batching_dimensions", Vec::new())?,
+        cx.i64s_or("lhs_contracting_dimensions", Vec::new())?,
+        cx.i64s_or("rhs_contracting_dimensions", Vec::new())?,
+    ])
 }
 
 /// Adds `dot_general(a, b)` (the op of `cx`) to `acc` in `acc`'s own bytes: the product's
@@ -407,10 +409,7 @@ pub(crate) fn dot_general_into(
     b: &Literal,
     acc: &mut Literal,
 ) -> Result<bool, IrError> {
-    let lb = cx.i64s_or("lhs_batching_dimensions", Vec::new())?;
-    let rb = cx.i64s_or("rhs_batching_dimensions", Vec::new())?;
-    let lc = cx.i64s_or("lhs_contracting_dimensions", Vec::new())?;
-    let rc = cx.i64s_or("rhs_contracting_dimensions", Vec::new())?;
+    let [lb, rb, lc, rc] = dimension_numbers(cx)?;
     let product = check_product(cx, a, b, &lb, &rb, &lc, &rc)?;
     if product.out_ty != acc.ty || !cfg!(target_endian = "little") {
         return Ok(false);

@@ -197,9 +197,9 @@ fn swapped_dots(func: &Function, block: &Block) -> Vec<(usize, usize, Op)> {
 fn accumulated_dots(
     func: &Function,
     block: &Block,
+    defined_at: &HashMap<ValueId, usize>,
 ) -> Vec<(usize, usize, Option<usize>, AccumulatedDot)> {
     let uses = use_counts(block);
-    let defined_at = definitions(block);
     let float_type = |v: &ValueId| match func.values.get(v.index()) {
         Some(Type::Tensor(t))
             if matches!(
@@ -307,7 +307,7 @@ pub(crate) fn plan_block(func: &Function, block: &Block, fuse: bool, rows: bool)
     if fuse {
         let defined_at = definitions(block);
         let mut regroup = false;
-        for (j, d, t, step) in accumulated_dots(func, block) {
+        for (j, d, t, step) in accumulated_dots(func, block, &defined_at) {
             let ops = [Some(j), Some(d), t];
             let grouped = |x: &usize| groups.of_op[*x].is_some();
             if ops.iter().flatten().any(|x| taken[*x] || folded[*x])

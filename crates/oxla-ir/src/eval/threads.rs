@@ -64,6 +64,22 @@ fn spawn_rest_run_first<'s, T: Send + 's, J: Fn(T) + Sync>(
     job(first);
 }
 
+/// Runs `job(i, chunk)` on each `chunk_len`-element chunk of `dst` (the last one shorter)
+/// as [`for_each`] does, and says whether every call returned true. The chunks themselves
+/// make the calls: no count worked out beside them can leave a chunk without its result.
+pub(crate) fn all_chunks<T: Send>(
+    dst: &mut [T],
+    chunk_len: usize,
+    job: impl Fn(usize, &mut [T]) -> bool + Sync,
+) -> bool {
+    let chunks = dst.chunks_mut(chunk_len.max(1));
+    let mut ok = vec![false; chunks.len()];
+    for_each(chunks.enumerate().zip(ok.iter_mut()), |((i, chunk), ok)| {
+        *ok = job(i, chunk)
+    });
+    ok.iter().all(|&ok| ok)
+}
+
 /// Runs `f` on the pool (which `gemm`'s own threading then uses), for work large enough to
 /// be worth the hand-over.
 pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {

@@ -94,8 +94,6 @@ pub(super) fn run<T: ArrayFloat + Mac>(
         1
     };
     let per_part = rows.div_ceil(parts).max(1);
-    // The parts the rows make (fewer than asked when they do not divide evenly).
-    let parts = rows.div_ceil(per_part).max(1);
     // Row `k` (batch element `k / n_pos`, position `k % n_pos`) of the output lies at
     // `k * c` when the positions are outermost in order and the batch, if any, above them.
     let in_order = p.taps.iter().enumerate().all(|(q, t)| t.0 == q * c)
@@ -107,14 +105,10 @@ pub(super) fn run<T: ArrayFloat + Mac>(
         staged = vec![T::ZERO; rows * c];
         &mut staged[..]
     };
-    let mut done = vec![false; parts];
-    threads::for_each(
-        dst.chunks_mut(per_part * c)
-            .enumerate()
-            .zip(done.iter_mut()),
-        |((j, part), ok)| *ok = run_rows(p, lanes, lhs, rhs, j * per_part, part).is_some(),
-    );
-    if !done.iter().all(|&ok| ok) {
+    let done = threads::all_chunks(dst, per_part * c, |j, part| {
+        run_rows(p, lanes, lhs, rhs, j * per_part, part).is_some()
+    });
+    if !done {
         return None;
     }
     if !in_order {

@@ -52,26 +52,19 @@ pub(super) fn run<T: ArrayFloat + Mac>(
     let per_part = n_pos.div_ceil(parts);
     // Each position's `batch x features` block, written to the output afterwards.
     let mut blocks = vec![T::ZERO; n_pos * block];
-    let mut done = vec![false; n_pos.div_ceil(per_part)];
-    threads::for_each(
-        blocks
-            .chunks_mut(per_part * block)
-            .enumerate()
-            .zip(done.iter_mut()),
-        |((j, part), ok)| {
-            *ok = oxla_simd::vectorized(
-                #[inline(always)]
-                || {
-                    for (k, dst) in part.chunks_exact_mut(block).enumerate() {
-                        position(p, lhs, rhs, j * per_part + k, dst)?;
-                    }
-                    Some(())
-                },
-            )
-            .is_some()
-        },
-    );
-    if !done.iter().all(|&ok| ok) {
+    let done = threads::all_chunks(&mut blocks, per_part * block, |j, part| {
+        oxla_simd::vectorized(
+            #[inline(always)]
+            || {
+                for (k, dst) in part.chunks_exact_mut(block).enumerate() {
+                    position(p, lhs, rhs, j * per_part + k, dst)?;
+                }
+                Some(())
+            },
+        )
+        .is_some()
+    });
+    if !done {
         return None;
     }
     for ((at, _), values) in p.taps.iter().zip(blocks.chunks_exact(block)) {

@@ -133,17 +133,15 @@ pub(super) fn run<T: ArrayFloat>(p: &Plan, lhs: &[T], rhs: &[T], out: &mut [T]) 
     } else {
         p.n_out
     };
-    let mut done = vec![false; parts];
-    let regions = out.chunks_mut(stride.max(1)).enumerate();
-    threads::for_each(regions.zip(done.iter_mut()), |((j, region), ok)| {
+    let done = threads::all_chunks(out, stride, |j, region| {
         let first = j * per_part;
         let count = per_part.min(batch - first);
-        *ok = groups
+        groups
             .iter()
             .zip(&kernels)
-            .all(|(g, w)| run_group(p, g, w, lhs, first, count, region, parts == 1).is_some());
+            .all(|(g, w)| run_group(p, g, w, lhs, first, count, region, parts == 1).is_some())
     });
-    done.iter().all(|&ok| ok).then_some(())
+    done.then_some(())
 }
 
 /// Window-matrix elements of one product, sized to stay in the second cache level.
