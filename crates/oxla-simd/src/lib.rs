@@ -12,15 +12,19 @@
 //! `gemm` crate's pointer-based matrix product in a bounds-checked slice API ([`matmul`]),
 //! sets the thread's denormal flushing ([`FlushDenormals`]), and holds the lane-wise row
 //! folds of reductions written with AVX2 intrinsics ([`fold_lanes_f32`]), where the
-//! compiler's own vectorization of the same loop is poor.
+//! compiler's own vectorization of the same loop is poor, and odd functions evaluated as
+//! sixteen polynomials whose coefficients each lane picks from registers
+//! ([`OddPiecewise`]), which the compiler would turn into gathers.
 
 mod denormals;
 mod fold;
 mod matmul;
+mod piecewise;
 mod transpose;
 pub use denormals::FlushDenormals;
 pub use fold::{fold_lanes_f32, LaneFold, FOLD_LANES};
 pub use matmul::{matmul, matmul_add, GemmScalar, Strided};
+pub use piecewise::OddPiecewise;
 pub use transpose::transpose32;
 
 /// Which instruction-set level this CPU offers, detected once.

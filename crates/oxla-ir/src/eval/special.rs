@@ -223,7 +223,7 @@ pub(crate) fn polygamma(n: f64, x: f64) -> f64 {
 }
 
 /// A `chlo.erf` composite on f32, evaluated as the vector `erf` of
-/// [`super::fastmath`] (within 1.1 ulp, in f32 lanes) instead of its decomposition: jaxlib writes
+/// [`super::fastmath`] (within 1 ulp, in f32 lanes) instead of its decomposition: jaxlib writes
 /// `erf` as a composite whose decomposition is a rational approximation over sixteen
 /// full-size constants, which ran about ten times slower; XLA's cpu backend evaluates the op
 /// itself too, with its own approximation, so neither form gives its bits. `None` for every
