@@ -331,6 +331,10 @@ fn body(
     // instruction since has written that register or the mask. A select or boolean op
     // reading it takes the mask as it is instead of comparing the register again.
     let mut held: Option<u8> = None;
+    // The last quotient by a constant, `(signed, x, c, q)`: register `q` holds `x / c` as
+    // long as no instruction since has written `q` or `x`. A remainder of the same division
+    // then takes `x - q c` instead of dividing again (`a // c` computes both).
+    let mut quotient: Option<(bool, u8, u32, u8)> = None;
     for &(inst, dr) in insts {
         let d = z(dr);
         let holds = |r: u8| held == Some(r);
@@ -458,9 +462,15 @@ fn body(
             Inst::IntDivide(signed, x, y) => int_divide(a, lanes, d, z(x), z(y), signed, false)?,
             Inst::IntRemainder(signed, x, y) => int_divide(a, lanes, d, z(x), z(y), signed, true)?,
             Inst::IntDivideBy(signed, x, c) => int_divide_by(a, lanes, d, z(x), c, signed, false)?,
-            Inst::IntRemainderBy(signed, x, c) => {
-                int_divide_by(a, lanes, d, z(x), c, signed, true)?
-            }
+            Inst::IntRemainderBy(signed, x, c) => match quotient {
+                Some((s, qx, qc, q)) if (s, qx, qc) == (signed, x, c) => {
+                    a.mov(eax, c)?;
+                    a.vpbroadcastd(s0, eax)?;
+                    a.vpmulld(s0, z(q), s0)?;
+                    a.vpsubd(d, z(x), s0)?;
+                }
+                _ => int_divide_by(a, lanes, d, z(x), c, signed, true)?,
+            },
             Inst::IntCompare(cmp, signed, x, y) => {
                 // `vpcmpd` predicates: 0 ==, 1 <, 2 <=, 4 !=, 5 >=, 6 >.
                 let predicate = match cmp {
@@ -517,6 +527,10 @@ fn body(
                 a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
         }
+        quotient = match inst {
+            Inst::IntDivideBy(signed, x, c) if x != dr => Some((signed, x, c, dr)),
+            _ => quotient.filter(|&(_, x, _, q)| x != dr && q != dr),
+        };
         held = match inst {
             // These leave `masks[0]` holding their result's lanes.
             Inst::Compare(..)
@@ -565,8 +579,7 @@ fn body(
 /// `Inst::IntDivide` and `Inst::IntRemainder` describe, the way the evaluator divides
 /// (`narrow_div` in `oxla-ir`): each half of the chunk widened to eight f64 lanes, where
 /// the correctly rounded quotient of two such integers truncates to the exact truncated
-/// quotient; adding `1.5 * 2^52` puts that integer, wrapped, in the low mantissa bits,
-/// which the narrowing keeps (`MIN / -1` comes out as `2^31`, which wraps to `MIN`). A zero
+/// quotient ([`narrow_quotient`]; `MIN / -1` comes out as `MIN`, as wrapping gives). A zero
 /// divisor is read as 1, and its lanes take all ones (the quotient) or `x` (the
 /// remainder) afterwards. Reads `x` and `y` before writing `d`.
 fn int_divide(
@@ -596,7 +609,7 @@ fn int_divide(
         widen_int(a, xd, xh, signed)?;
         widen_int(a, yd, yh, signed)?;
         a.vdivpd(xd, xd, yd)?;
-        narrow_quotient(a, xd, half, q, part)?;
+        narrow_quotient(a, xd, half, q, part, signed)?;
     }
     if remainder {
         a.vpmulld(t, q, ys)?;
@@ -624,23 +637,32 @@ fn widen_int(
 }
 
 /// Half `half` of a chunk's quotients, f64 lanes in `xd`, truncated toward zero and placed
-/// in that half of `q` as 32-bit integers: the low bits of `trunc(xd) + 1.5 * 2^52` (the
-/// inexact exception suppressed; `part` is scratch).
+/// in that half of `q` as 32-bit integers by one truncating conversion (`part` is scratch).
+/// Signed quotients lie in [-2^31, 2^31]: only `MIN / -1` reaches 2^31, which converts to
+/// the out-of-range value `0x8000_0000`, the `MIN` that wrapping gives; unsigned ones stay
+/// below 2^32.
 fn narrow_quotient(
     a: &mut CodeAssembler,
     xd: AsmRegisterZmm,
     half: usize,
     q: AsmRegisterZmm,
     part: AsmRegisterZmm,
+    signed: bool,
 ) -> Result<(), IcedError> {
-    a.vrndscalepd(xd, xd, 0x0b)?;
-    a.vaddpd(xd, xd, constant64(K64::Round))?;
-    if half == 0 {
-        a.vpmovqd(low_half(q), xd)
+    let dst = if half == 0 {
+        low_half(q)
     } else {
-        a.vpmovqd(low_half(part), xd)?;
-        a.vinserti64x4(q, q, low_half(part), 1)
+        low_half(part)
+    };
+    if signed {
+        a.vcvttpd2dq(dst, xd)?;
+    } else {
+        a.vcvttpd2udq(dst, xd)?;
     }
+    if half == 1 {
+        a.vinserti64x4(q, q, low_half(part), 1)?;
+    }
+    Ok(())
 }
 
 /// The f64 that `x / c` is computed as `x * r` with, for a nonzero 32-bit divisor `c`:
@@ -699,7 +721,7 @@ fn int_divide_by(
         };
         widen_int(a, xd, xh, signed)?;
         a.vmulpd(xd, xd, r)?;
-        narrow_quotient(a, xd, half, q, part)?;
+        narrow_quotient(a, xd, half, q, part, signed)?;
     }
     if remainder {
         a.mov(eax, c)?;

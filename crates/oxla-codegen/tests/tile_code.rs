@@ -687,6 +687,75 @@ fn integer_division_by_constants_matches_division() {
 }
 
 #[test]
+fn a_remainder_after_its_quotient_matches_the_remainder_alone() {
+    if !available() {
+        return;
+    }
+    // `a // c` divides and takes the remainder of the same values: the remainder reuses
+    // the quotient's register while neither it nor the dividend was written since, and
+    // divides again once either was (the dividend replaced; the quotient overwritten).
+    let xs: Vec<f32> = [
+        0u32,
+        1,
+        6,
+        7,
+        8,
+        13,
+        14,
+        0x8000_0000,
+        0x7fff_ffff,
+        u32::MAX,
+        0xffff_fff9,
+    ]
+    .into_iter()
+    .chain((0..300u32).map(|k| k.wrapping_mul(0x9e37_79b9)))
+    .map(f32::from_bits)
+    .collect();
+    for c in [7u32, 1, 0, u32::MAX, 0x8000_0000, 10] {
+        for signed in [true, false] {
+            let p = TileProgram {
+                inputs: vec![(Input::Stream, 0), (Input::Stream, 4)],
+                insts: vec![
+                    (Inst::IntDivideBy(signed, 0, c), 1),
+                    (Inst::IntRemainderBy(signed, 0, c), 2),
+                    // Another remainder, by another divisor, leaves the quotient alone.
+                    (Inst::IntRemainderBy(signed, 0, c ^ 2), 3),
+                    (Inst::IntRemainderBy(signed, 0, c), 3),
+                    // The dividend replaced: the remainder divides the new one.
+                    (Inst::IntAdd(0, 4), 0),
+                    (Inst::IntRemainderBy(signed, 0, c), 5),
+                    // The quotient overwritten.
+                    (Inst::IntDivideBy(signed, 4, c), 6),
+                    (Inst::IntNegate(4), 6),
+                    (Inst::IntRemainderBy(signed, 4, c), 7),
+                ],
+                outputs: vec![1, 2, 3, 5, 7],
+                row_sums: Vec::new(),
+            };
+            let code = TileCode::compile(&p).expect("compiles");
+            let others: Vec<f32> = xs.iter().rev().copied().collect();
+            let inputs = vec![xs.clone(), others];
+            let len = xs.len();
+            let mut outs = vec![vec![0.0f32; len]; p.outputs.len()];
+            let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
+            let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            assert_eq!(code.run(&input_refs, &mut out_refs, 0, len, len), Some(len));
+            for i in 0..len {
+                let regs = registers_at(&p, &inputs, i, len);
+                for (k, &r) in p.outputs.iter().enumerate() {
+                    assert_eq!(
+                        outs[k][i].to_bits(),
+                        regs[usize::from(r)].to_bits(),
+                        "signed {signed}, by {c:#x}, output {k} at {:#x}",
+                        xs[i].to_bits()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn inputs_loaded_on_demand_reach_the_instructions_that_read_them() {
     if !available() {
         return;
