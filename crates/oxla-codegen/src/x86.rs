@@ -331,10 +331,6 @@ fn body(
     // instruction since has written that register or the mask. A select or boolean op
     // reading it takes the mask as it is instead of comparing the register again.
     let mut held: Option<u8> = None;
-    // The last quotient by a constant, `(signed, x, c, q)`: register `q` holds `x / c` as
-    // long as no instruction since has written `q` or `x`. A remainder of the same division
-    // then takes `x - q c` instead of dividing again (`a // c` computes both).
-    let mut quotient: Option<(bool, u8, u32, u8)> = None;
     for &(inst, dr) in insts {
         let d = z(dr);
         let holds = |r: u8| held == Some(r);
@@ -462,15 +458,9 @@ fn body(
             Inst::IntDivide(signed, x, y) => int_divide(a, lanes, d, z(x), z(y), signed, false)?,
             Inst::IntRemainder(signed, x, y) => int_divide(a, lanes, d, z(x), z(y), signed, true)?,
             Inst::IntDivideBy(signed, x, c) => int_divide_by(a, lanes, d, z(x), c, signed, false)?,
-            Inst::IntRemainderBy(signed, x, c) => match quotient {
-                Some((s, qx, qc, q)) if (s, qx, qc) == (signed, x, c) => {
-                    a.mov(eax, c)?;
-                    a.vpbroadcastd(s0, eax)?;
-                    a.vpmulld(s0, z(q), s0)?;
-                    a.vpsubd(d, z(x), s0)?;
-                }
-                _ => int_divide_by(a, lanes, d, z(x), c, signed, true)?,
-            },
+            Inst::IntRemainderBy(signed, x, c) => {
+                int_divide_by(a, lanes, d, z(x), c, signed, true)?
+            }
             Inst::IntCompare(cmp, signed, x, y) => {
                 // `vpcmpd` predicates: 0 ==, 1 <, 2 <=, 4 !=, 5 >=, 6 >.
                 let predicate = match cmp {
@@ -527,10 +517,6 @@ fn body(
                 a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
         }
-        quotient = match inst {
-            Inst::IntDivideBy(signed, x, c) if x != dr => Some((signed, x, c, dr)),
-            _ => quotient.filter(|&(_, x, _, q)| x != dr && q != dr),
-        };
         held = match inst {
             // These leave `masks[0]` holding their result's lanes.
             Inst::Compare(..)
