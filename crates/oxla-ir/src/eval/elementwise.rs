@@ -623,17 +623,22 @@ pub(crate) fn int_map_into<T: Plain + Int>(kind: &OpKind, v: &[T], out: &mut [T]
     true
 }
 
-/// A unary op on a literal of a plain integer type, read in place ([`int_map_into`]);
-/// `None` for the other types and ops.
+/// A unary op on a literal of a plain integer type, read in place ([`int_map_into`]) and
+/// split over the threads when large; `None` for the other types and ops.
 fn int_unary_fast(kind: &OpKind, x: &Literal) -> Option<Result<Literal, IrError>> {
-    fn go<T: Plain + Int>(kind: &OpKind, x: &Literal) -> Option<Result<Literal, IrError>> {
+    fn go<T: Plain + Int + Send + Sync>(
+        kind: &OpKind,
+        x: &Literal,
+    ) -> Option<Result<Literal, IrError>> {
         if !int_map_into::<T>(kind, &[], &mut []) {
             return None;
         }
         let v = typed::view::<T>(x)?;
         let n = v.len();
         Some(typed::build_overwritten::<T>(x.ty.clone(), n, |out| {
-            int_map_into(kind, &v, out);
+            super::threads::map_split(&v, out, PARALLEL_ELEMENTS, |v, o| {
+                int_map_into(kind, v, o);
+            });
         }))
     }
     use ElementType as E;
@@ -1730,6 +1735,29 @@ mod tests {
             assert_eq!(Some(out), map_int(values, &kind, bits), "{kind:?}");
         }
         assert!(!int_map_into(&K::Exponential, values, &mut []));
+    }
+
+    #[test]
+    fn large_integer_unary_ops_split_over_the_threads_match_the_element_functions() {
+        // Long enough that a pool of two or more threads splits it, with parts that end
+        // off any vector boundary.
+        let base = samples::<i32>(32);
+        let values: Vec<i32> = (0..900_007)
+            .map(|i| base[i % base.len()].wrapping_add((i / base.len()) as i32))
+            .collect();
+        let x = Literal::from_i32(&[values.len() as i64], &values).unwrap();
+        use OpKind as K;
+        for kind in [K::Abs, K::Sign, K::PopulationCount, K::CountLeadingZeros] {
+            let got = int_unary_fast(&kind, &x)
+                .expect("a plain integer op")
+                .unwrap();
+            let got: Vec<i32> = got
+                .data
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            assert_eq!(Some(got), map_int(&values, &kind, 32), "{kind:?}");
+        }
     }
 
     #[test]
