@@ -1751,12 +1751,7 @@ mod tests {
             let got = int_unary_fast(&kind, &x)
                 .expect("a plain integer op")
                 .unwrap();
-            let got: Vec<i32> = got
-                .data
-                .chunks_exact(4)
-                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-            assert_eq!(Some(got), map_int(&values, &kind, 32), "{kind:?}");
+            assert_eq!(got.to_i32_vec(), map_int(&values, &kind, 32), "{kind:?}");
         }
     }
 
