@@ -104,6 +104,25 @@ def test_dce_sink_keeps_a_value_without_effect(oxla_device):
     assert jax.jit(f)(x).tolist() == [0.0, 2.0, 4.0]
 
 
+def test_tokens_pass_through_jit_and_hold_no_value(oxla_device):
+    token = jax.lax.create_token()
+    assert on_device(token._buf, oxla_device)
+    # As on `cpu`: a token's buffer has the token type, which has no host value.
+    with pytest.raises(RuntimeError, match="Cannot convert a token-shape buffer"):
+        token._buf._value
+
+    @jax.jit
+    def step(x, token):
+        return x * 2, jax.lax.after_all(token)
+
+    x = jax.device_put(jnp.arange(3.0), oxla_device)
+    y, out = step(x, token)
+    y, out = step(y, out)
+    assert isinstance(out, jax._src.core.Token) and out is not token
+    assert y.tolist() == [0.0, 4.0, 8.0]
+    assert "token[]" in step.lower(x, token).compile().as_text()
+
+
 def test_donated_argument_is_deleted(oxla_device):
     f = jax.jit(lambda x: x + 1, donate_argnums=0)
     x = jax.device_put(np.arange(8, dtype=np.float32), oxla_device)

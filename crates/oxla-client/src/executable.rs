@@ -114,6 +114,9 @@ struct ExecutableInner {
     options: CompileOptions,
     input_types: Vec<TensorType>,
     output_types: Vec<TensorType>,
+    /// Which arguments and outputs are tokens (`!stablehlo.token` in the entry's signature).
+    token_inputs: Vec<bool>,
+    token_outputs: Vec<bool>,
     donated: Vec<bool>,
     fingerprint: String,
     /// For a partitioned program: the module with the entry's per-device signature.
@@ -238,6 +241,8 @@ impl Executable {
             .enumerate()
             .map(|(idx, ty)| static_tensor(ty, &format!("result {idx} of @{}", entry.name)))
             .collect::<Result<Vec<_>>>()?;
+        let tokens = |types: &[Type]| types.iter().map(|ty| matches!(ty, Type::Token)).collect();
+        let (token_inputs, token_outputs) = (tokens(&entry.ty.inputs), tokens(&entry.ty.results));
         let collectives = crate::collectives::uses_collectives(&module);
         let (gathered, localized) = plan_partitions(&module, entry, &options, collectives)?;
         let (input_types, output_types, device_module) = match (localized, &gathered) {
@@ -346,6 +351,8 @@ impl Executable {
                 options,
                 input_types,
                 output_types,
+                token_inputs,
+                token_outputs,
                 donated,
                 fingerprint,
                 device_module,
@@ -503,6 +510,17 @@ impl Executable {
     /// Result types of the entry function.
     pub fn output_types(&self) -> &[TensorType] {
         &self.inner.output_types
+    }
+
+    /// Whether argument `idx` is a token: it travels as an empty `pred` buffer (the type
+    /// [`Executable::input_types`] gives it) that holds no value.
+    pub fn input_is_token(&self, idx: usize) -> bool {
+        self.inner.token_inputs.get(idx).copied().unwrap_or(false)
+    }
+
+    /// Whether output `idx` is a token, as [`Executable::input_is_token`] says of arguments.
+    pub fn output_is_token(&self, idx: usize) -> bool {
+        self.inner.token_outputs.get(idx).copied().unwrap_or(false)
     }
 
     /// Number of outputs per device.

@@ -618,3 +618,91 @@ fn a_program_without_outputs_runs_with_null_output_lists() {
     assert!(outputs.is_empty());
     status.unwrap();
 }
+
+/// The element types an executable reports for its outputs.
+fn output_element_types(
+    client: &TestClient,
+    exe: *mut PJRT_LoadedExecutable,
+) -> Vec<PJRT_Buffer_Type> {
+    let mut get = PJRT_LoadedExecutable_GetExecutable_Args::new();
+    get.loaded_executable = exe;
+    call!(client.plugin, PJRT_LoadedExecutable_GetExecutable, &mut get).unwrap();
+    let mut types = PJRT_Executable_OutputElementTypes_Args::new();
+    types.executable = get.executable;
+    call!(
+        client.plugin,
+        PJRT_Executable_OutputElementTypes,
+        &mut types
+    )
+    .unwrap();
+    // SAFETY: `num_output_types` entries owned by the executable, read before it is destroyed.
+    let list =
+        unsafe { std::slice::from_raw_parts(types.output_types, types.num_output_types) }.to_vec();
+    let mut destroy = PJRT_Executable_Destroy_Args::new();
+    destroy.executable = get.executable;
+    call!(client.plugin, PJRT_Executable_Destroy, &mut destroy).unwrap();
+    list
+}
+
+#[test]
+fn tokens_have_the_token_type_and_pass_back_as_arguments() {
+    let client = client();
+    let make = client.compile(
+        "func.func public @main(%a: tensor<2xf32>) -> (!stablehlo.token, tensor<2xf32>) {
+  %t = stablehlo.after_all : !stablehlo.token
+  return %t, %a : !stablehlo.token, tensor<2xf32>
+}
+",
+    );
+    assert_eq!(
+        output_element_types(&client, make),
+        [
+            PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN,
+            PJRT_Buffer_Type_PJRT_Buffer_Type_F32
+        ]
+    );
+    let a = client.f32_buffer(&[1.0, 2.0], &[2]);
+    let (outputs, status) = client.try_execute(make, &[a], 2, &[]).unwrap();
+    status.unwrap();
+    let token = outputs[0];
+    let mut ty = PJRT_Buffer_ElementType_Args::new();
+    ty.buffer = token;
+    call!(client.plugin, PJRT_Buffer_ElementType, &mut ty).unwrap();
+    assert_eq!(ty.type_, PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN);
+    let mut dims = PJRT_Buffer_Dimensions_Args::new();
+    dims.buffer = token;
+    call!(client.plugin, PJRT_Buffer_Dimensions, &mut dims).unwrap();
+    assert_eq!(dims.num_dims, 0);
+    ty.buffer = outputs[1];
+    call!(client.plugin, PJRT_Buffer_ElementType, &mut ty).unwrap();
+    assert_eq!(ty.type_, PJRT_Buffer_Type_PJRT_Buffer_Type_F32);
+    // A token holds no value to read.
+    let err = client.try_to_host(token).unwrap_err();
+    assert_eq!(err.code, PJRT_Error_Code_PJRT_Error_Code_INVALID_ARGUMENT);
+    assert!(err.message.contains("token"), "{}", err.message);
+
+    // The token, and a copy of it, go back in as arguments; the copy is a token too.
+    let mut copy = PJRT_Buffer_CopyToDevice_Args::new();
+    copy.buffer = token;
+    copy.dst_device = client.devices()[0];
+    call!(client.plugin, PJRT_Buffer_CopyToDevice, &mut copy).unwrap();
+    ty.buffer = copy.dst_buffer;
+    call!(client.plugin, PJRT_Buffer_ElementType, &mut ty).unwrap();
+    assert_eq!(ty.type_, PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN);
+    let pass = client.compile(
+        "func.func public @main(%t: !stablehlo.token, %a: tensor<2xf32>) -> (tensor<2xf32>, !stablehlo.token) {
+  %0 = stablehlo.add %a, %a : tensor<2xf32>
+  %u = stablehlo.after_all %t : !stablehlo.token
+  return %0, %u : tensor<2xf32>, !stablehlo.token
+}
+",
+    );
+    for t in [token, copy.dst_buffer] {
+        let (out, status) = client.try_execute(pass, &[t, outputs[1]], 2, &[]).unwrap();
+        status.unwrap();
+        assert_eq!(client.to_host_f32(out[0]), vec![2.0, 4.0]);
+        ty.buffer = out[1];
+        call!(client.plugin, PJRT_Buffer_ElementType, &mut ty).unwrap();
+        assert_eq!(ty.type_, PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN);
+    }
+}

@@ -168,7 +168,12 @@ entry_point!(
     PJRT_Buffer_ElementType,
     PJRT_Buffer_ElementType_Args,
     |args| {
-        args.type_ = types::buffer_type(buffer(args.buffer)?.buffer.element_type())?;
+        let handle = buffer(args.buffer)?;
+        args.type_ = if handle.token {
+            PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN
+        } else {
+            types::buffer_type(handle.buffer.element_type())?
+        };
         Ok(())
     }
 );
@@ -280,7 +285,7 @@ entry_point!(
         let dst = device(args.dst_device)?;
         let client_handle = owning_client(handle)?;
         let copy = handle.buffer.copy_to_device(&dst.device)?;
-        args.dst_buffer = Box::into_raw(client_handle.buffer_handle(copy)).cast();
+        args.dst_buffer = Box::into_raw(client_handle.copy_handle(handle, copy)).cast();
         Ok(())
     }
 );
@@ -294,7 +299,7 @@ entry_point!(
         let client_handle = owning_client(handle)?;
         let dst_device = client_handle.client.memory_device(&dst.memory)?;
         let copy = handle.buffer.copy_to_memory(dst_device, &dst.memory)?;
-        args.dst_buffer = Box::into_raw(client_handle.buffer_handle(copy)).cast();
+        args.dst_buffer = Box::into_raw(client_handle.copy_handle(handle, copy)).cast();
         Ok(())
     }
 );
@@ -304,6 +309,11 @@ entry_point!(
     PJRT_Buffer_ToHostBuffer_Args,
     |args| {
         let handle = buffer(args.src)?;
+        if handle.token {
+            return Err(ClientError::InvalidArgument(
+                "a token has no value to copy to the host".to_string(),
+            ));
+        }
         let src = &handle.buffer;
         let elem_size = src.element_type().byte_size();
         let dims = src.dims().to_vec();

@@ -143,17 +143,27 @@ fn loaded_handle(client: &ClientHandle, loaded: LoadedExecutable) -> *mut PJRT_L
 }
 
 fn executable_handle(executable: Executable) -> Result<*mut PJRT_Executable> {
-    let output_types = executable
-        .output_types()
-        .iter()
-        .map(|t| types::buffer_type(t.element_type))
+    // Tokens have element type TOKEN and no dimensions.
+    let outputs = || {
+        executable
+            .output_types()
+            .iter()
+            .enumerate()
+            .map(|(idx, t)| (executable.output_is_token(idx), t))
+    };
+    let output_types = outputs()
+        .map(|(token, t)| match token {
+            true => Ok(PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN),
+            false => types::buffer_type(t.element_type),
+        })
         .collect::<Result<Vec<_>>>()?;
-    let output_dims = executable
-        .output_types()
-        .iter()
-        .flat_map(|t| t.shape.iter().copied())
+    let output_dims = outputs()
+        .filter(|(token, _)| !token)
+        .flat_map(|(_, t)| t.shape.iter().copied())
         .collect();
-    let output_dim_sizes = executable.output_types().iter().map(|t| t.rank()).collect();
+    let output_dim_sizes = outputs()
+        .map(|(token, t)| if token { 0 } else { t.rank() })
+        .collect();
     let kinds = executable.output_memory_kinds();
     Ok(Box::into_raw(Box::new(ExecutableHandle {
         memory_kinds: kinds.iter().map(|k| k.as_ptr().cast()).collect(),
@@ -370,6 +380,14 @@ fn shape_proto(ty: &oxla_client::TensorType) -> Option<xla::ShapeProto> {
     })
 }
 
+/// The shape of a token: element type `TOKEN`, no dimensions and no layout.
+fn token_shape_proto() -> xla::ShapeProto {
+    xla::ShapeProto {
+        element_type: 17, // TOKEN
+        ..Default::default()
+    }
+}
+
 /// The sharding of a value that is `global` as a whole and `local` on each of `partitions`
 /// devices: replicated when they are equal, tiled when the split dimensions make one tile per
 /// device (partition `p` holding tile `p` in row-major order, as `jax.pmap` and a
@@ -485,14 +503,18 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
     } else {
         (Vec::new(), Vec::new())
     };
-    let params = global_in
-        .iter()
-        .map(shape_proto)
-        .collect::<Option<Vec<_>>>()?;
-    let results = global_out
-        .iter()
-        .map(shape_proto)
-        .collect::<Option<Vec<_>>>()?;
+    let signature = |types: &[oxla_client::TensorType], is_token: &dyn Fn(usize) -> bool| {
+        types
+            .iter()
+            .enumerate()
+            .map(|(idx, ty)| match is_token(idx) {
+                true => Some(token_shape_proto()),
+                false => shape_proto(ty),
+            })
+            .collect::<Option<Vec<_>>>()
+    };
+    let params = signature(&global_in, &|idx| exe.input_is_token(idx))?;
+    let results = signature(&global_out, &|idx| exe.output_is_token(idx))?;
     let result = if results.len() == 1 {
         results[0].clone()
     } else {
@@ -814,8 +836,12 @@ entry_point!(
         )?;
         for (&list, outputs) in output_lists.iter().zip(result.outputs) {
             for (output_idx, output) in outputs.into_iter().enumerate() {
-                let ptr: *mut PJRT_Buffer =
-                    Box::into_raw(client_handle.buffer_handle(output)).cast();
+                let output = if handle.loaded.executable().output_is_token(output_idx) {
+                    client_handle.token_handle(output)
+                } else {
+                    client_handle.buffer_handle(output)
+                };
+                let ptr: *mut PJRT_Buffer = Box::into_raw(output).cast();
                 // SAFETY: the caller allocated `num_outputs` slots in each output list.
                 unsafe { list.add(output_idx).write(ptr) };
             }

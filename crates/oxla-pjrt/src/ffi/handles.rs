@@ -140,13 +140,33 @@ impl ClientHandle {
 
     /// Wraps `buffer` in a handle pointing at this client's device and memory handles.
     pub(crate) fn buffer_handle(&self, buffer: Buffer) -> Box<BufferHandle> {
-        let dims = buffer.dims().to_vec();
+        self.new_handle(buffer, false)
+    }
+
+    /// Wraps the empty buffer of a token output: PJRT sees element type `TOKEN` and no
+    /// dimensions, and a token argument hands the same buffer back.
+    pub(crate) fn token_handle(&self, buffer: Buffer) -> Box<BufferHandle> {
+        self.new_handle(buffer, true)
+    }
+
+    /// Wraps `buffer`, a copy of the buffer behind `like`: a token's copy is a token.
+    pub(crate) fn copy_handle(&self, like: &BufferHandle, buffer: Buffer) -> Box<BufferHandle> {
+        self.new_handle(buffer, like.token)
+    }
+
+    fn new_handle(&self, buffer: Buffer, token: bool) -> Box<BufferHandle> {
+        let dims = if token {
+            Vec::new()
+        } else {
+            buffer.dims().to_vec()
+        };
         let minor_to_major = (0..dims.len() as i64).rev().collect();
         Box::new(BufferHandle {
             device: self.device_ptr(buffer.device().id()),
             memory: self.memory_ptr(buffer.memory().id()),
             client: self,
             buffer,
+            token,
             dims,
             minor_to_major,
             dynamic_dims: Vec::new(),
@@ -157,6 +177,9 @@ impl ClientHandle {
 /// Behind `PJRT_Buffer*`.
 pub(crate) struct BufferHandle {
     pub(crate) buffer: Buffer,
+    /// A token (an executable's `!stablehlo.token` output or a copy of one): it holds an
+    /// empty `pred` buffer, and PJRT sees element type `TOKEN` with no dimensions.
+    pub(crate) token: bool,
     pub(crate) dims: Vec<i64>,
     pub(crate) minor_to_major: Vec<i64>,
     pub(crate) dynamic_dims: Vec<usize>,
