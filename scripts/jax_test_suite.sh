@@ -34,7 +34,7 @@ fi
 out="${OXLA_SUITE_OUT:-$OXLA_ROOT/target/jax-suite}"
 mkdir -p "$out"
 python="${PYTHON:-python3}"
-"$python" -m pip install -q absl-py hypothesis pytest pytest-xdist pytest-timeout >/dev/null
+"$python" -m pip install -q absl-py hypothesis flatbuffers pytest pytest-xdist pytest-timeout >/dev/null
 
 for file in "${files[@]}"; do
     for backend in ${OXLA_SUITE_BACKENDS:-cpu oxla}; do

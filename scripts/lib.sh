@@ -30,6 +30,8 @@ OXLA_PY_TEST_DEPS=(
     ml_dtypes
     pytest
     pytest-xdist
+    # jax.export's serialization (tests export programs and read them back)
+    flatbuffers
 )
 
 # Debian packages needed to build the plugin (bindgen needs libclang; the XLA

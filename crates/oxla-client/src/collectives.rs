@@ -289,6 +289,19 @@ pub(crate) fn has_manual_regions(entry: &Function) -> bool {
     })
 }
 
+/// True when some function of `module` holds a manual region (an `sdy.manual_computation`
+/// or GSPMD's `SPMDFullToShardShape`), at any depth.
+pub(crate) fn has_any_manual_regions(module: &Module) -> bool {
+    fn in_region(region: &Region) -> bool {
+        region.blocks.iter().flat_map(|b| &b.ops).any(|op| {
+            is_manual_computation(&op.kind)
+                || sharding_call_target(op) == Some("SPMDFullToShardShape")
+                || op.regions.iter().any(in_region)
+        })
+    }
+    module.functions.iter().any(|f| in_region(&f.body))
+}
+
 /// True when some function of `module` holds an `sdy.manual_computation` region, at any
 /// depth.
 pub(crate) fn has_sdy_manual_regions(module: &Module) -> bool {
@@ -716,18 +729,19 @@ func.func private @body(%a: tensor<1xf32>) -> tensor<1xf32> {{
         let got: Vec<f32> = out.iter().map(|o| f32s(&o[0])[0]).collect();
         assert_eq!(got, vec![6.0, 7.0, 8.0, 9.0]);
 
-        // Ops outside manual computations would need partitioning: rejected when compiling.
-        let outside = "func.func @main(%x: tensor<4xf32> {mhlo.sharding = \"{devices=[4]<=[4]}\"}) -> tensor<4xf32> {
+        // Without a manual computation or a collective, a program sharded by HLO sharding
+        // strings runs on whole values, each device holding the shard its string names.
+        let outside = "func.func @main(%x: tensor<4xf32> {mhlo.sharding = \"{devices=[4]3,2,1,0}\"}) -> (tensor<4xf32> {mhlo.sharding = \"{devices=[4]<=[4]}\"}) {
   %0 = stablehlo.add %x, %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }";
-        let options = CompileOptions {
-            num_partitions: 4,
-            ..CompileOptions::default()
-        };
-        let err = client.compile(outside.as_bytes(), options).unwrap_err();
-        assert_eq!(err.code(), crate::ErrorCode::Unimplemented, "{err}");
-        assert!(err.message().contains("stablehlo.add"), "{err}");
+        let exe = compile(&client, outside, 1, 4);
+        assert_eq!(exe.executable().input_types()[0].shape, vec![1]);
+        // Device d holds element 3 - d of the argument and element d of the result.
+        let args: Vec<Vec<f32>> = (0..4).map(|d| vec![(3 - d) as f32]).collect();
+        let out = run_f32(&client, &exe, &[1], &args).unwrap();
+        let got: Vec<f32> = out.iter().map(|o| f32s(&o[0])[0]).collect();
+        assert_eq!(got, vec![0.0, 2.0, 4.0, 6.0]);
     }
 
     #[test]

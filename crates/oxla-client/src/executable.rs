@@ -1053,8 +1053,10 @@ fn plan_partitions(
             crate::collectives::localize(module, entry, partitions)?,
         ));
     }
-    let manual = crate::collectives::has_manual_regions(entry);
-    if !manual && !collectives && oxla_ir::sharding::is_annotated(entry) {
+    // Without shard_map regions (in any function) or collectives, the program runs on whole
+    // values whatever its annotations say (a value without a sharding is replicated unless
+    // one is passed to it: `oxla_ir::sharding::entry_tilings`).
+    if !collectives && !crate::collectives::has_any_manual_regions(module) {
         return Ok((whole(false)?, None));
     }
     let regions = crate::collectives::has_sdy_manual_regions(module);

@@ -11,7 +11,7 @@
 //! Errors are descriptions of a sharding oxla cannot honour (unreduced axes, shards of
 //! unequal size, a mesh of the wrong size).
 
-use crate::{Attribute, Function, Module, TensorType, Type};
+use crate::{Attribute, Function, Module, OpKind, TensorType, Type};
 
 /// Where the shards of one value lie: its whole type, each partition's shard type, and
 /// the index of each partition's shard's first element in the whole value.
@@ -112,12 +112,15 @@ enum MeshRef {
     Inline(Mesh),
 }
 
-/// The sharding attribute among `attrs`, as text.
+/// The sharding attribute among `attrs`, as text: an `sdy.sharding` (`#sdy.sharding<...>`)
+/// or an `mhlo.sharding` (an HLO sharding string, `{devices=[2,1]<=[2]}`, as modules
+/// exported without Shardy carry).
 pub fn sharding_text(attrs: &[(String, Attribute)]) -> Option<&str> {
     attrs
         .iter()
         .find_map(|(name, value)| match (name.as_str(), value) {
             ("sdy.sharding", Attribute::Opaque(text)) => Some(text.as_str()),
+            ("mhlo.sharding", Attribute::String(text)) => Some(text.as_str()),
             _ => None,
         })
 }
@@ -157,6 +160,9 @@ fn tiling_in(
     ty: &TensorType,
     partitions: usize,
 ) -> Result<Tiling, String> {
+    if text.starts_with('{') {
+        return hlo_tiling(text, ty, partitions);
+    }
     let full;
     let text = if text.starts_with('<') {
         full = format!("#sdy.sharding{text}");
@@ -241,8 +247,10 @@ pub fn entry_tilings(
         .enumerate()
         .map(|(i, ty)| tiling(ty, entry.res_attrs.get(i), &format!("result {i}")))
         .collect::<Result<Vec<_>, _>>()?;
-    // A result without a sharding takes the sharding of the argument it is computed from
-    // elementwise, as XLA's sharding propagation would give it; otherwise it is replicated.
+    // A result without a sharding takes the one XLA's sharding propagation would give it:
+    // that of the constraint or the called function's signature it is returned from (what
+    // `jax.export`'s `call` leaves), else that of the argument it is computed from
+    // elementwise; otherwise it is replicated.
     for (i, out) in outputs.iter_mut().enumerate() {
         let annotated = entry
             .res_attrs
@@ -250,7 +258,17 @@ pub fn entry_tilings(
             .and_then(|a| sharding_text(a))
             .is_some();
         if !annotated {
-            if let Some(arg) = elementwise_source(entry, i) {
+            let returned = entry
+                .body
+                .blocks
+                .first()
+                .and_then(|b| b.ops.last())
+                .and_then(|ret| ret.operands.get(i).copied());
+            if let Some(text) = returned.and_then(|v| passed_sharding(module, entry, v)) {
+                let ty = out.global.clone();
+                *out = tiling_in(&meshes, text, &ty, partitions)
+                    .map_err(|e| format!("result {i}: {e}"))?;
+            } else if let Some(arg) = elementwise_source(entry, i) {
                 let from = &inputs[arg];
                 if from.global.shape == out.global.shape {
                     let mut local = out.global.clone();
@@ -265,6 +283,64 @@ pub fn entry_tilings(
         }
     }
     Ok(EntryTilings { inputs, outputs })
+}
+
+/// The sharding `value` of `function`'s body has from where it was made, through casts: an
+/// `sdy.sharding_constraint`'s or a `Sharding` custom call's, or a `func.call`'s callee's result sharding (or, for a
+/// result the callee returns unchanged, that argument's sharding, or where its operand got
+/// one).
+fn passed_sharding<'m>(
+    module: &'m Module,
+    function: &'m Function,
+    value: crate::ValueId,
+) -> Option<&'m str> {
+    let (mut function, mut value) = (function, value);
+    for _ in 0..64 {
+        let block = function.body.blocks.first()?;
+        let op = block.ops.iter().find(|op| op.results.contains(&value))?;
+        match op.kind {
+            OpKind::SdyShardingConstraint => {
+                return match op.attr("sharding")? {
+                    Attribute::Opaque(text) => Some(text.as_str()),
+                    _ => None,
+                };
+            }
+            OpKind::CustomCall if matches!(op.attr("call_target_name"), Some(Attribute::String(t)) if t == "Sharding") =>
+            {
+                return match op.attr("mhlo.sharding")? {
+                    Attribute::String(text) => Some(text.as_str()),
+                    _ => None,
+                };
+            }
+            OpKind::UnrealizedConversionCast if op.operands.len() == 1 => value = op.operands[0],
+            OpKind::Call => {
+                let callee = match op.attr("callee")? {
+                    Attribute::SymbolRef(s) | Attribute::String(s) => {
+                        module.function(s.trim_start_matches('@'))?
+                    }
+                    _ => return None,
+                };
+                let index = op.results.iter().position(|&r| r == value)?;
+                if let Some(text) = callee.res_attrs.get(index).and_then(|a| sharding_text(a)) {
+                    return Some(text);
+                }
+                let callee_block = callee.body.blocks.first()?;
+                let returned = *callee_block.ops.last()?.operands.get(index)?;
+                match callee_block.arguments.iter().position(|&a| a == returned) {
+                    Some(arg) => {
+                        if let Some(text) = callee.arg_attrs.get(arg).and_then(|a| sharding_text(a))
+                        {
+                            return Some(text);
+                        }
+                        value = *op.operands.get(arg)?;
+                    }
+                    None => (function, value) = (callee, returned),
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The entry argument that result `index` of `entry` is computed from through ops whose
@@ -412,6 +488,145 @@ fn tile(
         local,
         origins,
     })
+}
+
+/// The tiling of a `ty` value over `partitions` as an HLO sharding string says:
+/// `{replicated}`, or `{devices=[t0,...]D}` with the device at each tile as an explicit list
+/// (`0,1,2,3`) or an iota (`<=[8]`, `<=[2,4]T(1,0)`: the iota reshaped, then transposed), an
+/// extra last dimension of replicas when `last_tile_dim_replicate` follows.
+fn hlo_tiling(text: &str, ty: &TensorType, partitions: usize) -> Result<Tiling, String> {
+    let bad = || format!("cannot read the HLO sharding `{text}`");
+    let body = text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .ok_or_else(bad)?
+        .trim();
+    if body == "replicated" {
+        return Ok(Tiling::replicated(ty, partitions));
+    }
+    let ints = |list: &str| -> Result<Vec<i64>, String> {
+        list.split(',')
+            .map(|n| n.trim().parse::<i64>().map_err(|_| bad()))
+            .collect()
+    };
+    let rest = body.strip_prefix("devices=[").ok_or_else(|| {
+        format!("the HLO sharding `{text}` is not supported (only replicated and tiled ones)")
+    })?;
+    let (dims, rest) = rest.split_once(']').ok_or_else(bad)?;
+    let dims = ints(dims)?;
+    let (devices, suffix) = match rest.strip_prefix("<=[") {
+        Some(iota) => {
+            let (shape, rest) = iota.split_once(']').ok_or_else(bad)?;
+            let shape = ints(shape)?;
+            let (perm, rest) = match rest.strip_prefix("T(") {
+                Some(t) => {
+                    let (perm, rest) = t.split_once(')').ok_or_else(bad)?;
+                    (ints(perm)?, rest)
+                }
+                None => ((0..shape.len() as i64).collect(), rest),
+            };
+            (transposed_iota(&shape, &perm).ok_or_else(bad)?, rest)
+        }
+        None => {
+            let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+            (ints(&rest[..end])?, &rest[end..])
+        }
+    };
+    let replicate = match suffix.trim() {
+        "" => false,
+        "last_tile_dim_replicate" => true,
+        other => {
+            return Err(format!(
+                "the HLO sharding `{text}` has `{other}`, not supported"
+            ))
+        }
+    };
+    let tiled = dims.len() - usize::from(replicate);
+    if tiled != ty.rank() {
+        return Err(format!(
+            "the HLO sharding `{text}` tiles {tiled} dimensions of a rank-{} value",
+            ty.rank()
+        ));
+    }
+    let count = dims.iter().try_fold(1i64, |acc, &d| {
+        (d >= 1).then(|| acc.checked_mul(d)).flatten()
+    });
+    let mut sorted = devices.clone();
+    sorted.sort_unstable();
+    if count != Some(partitions as i64) || sorted != (0..partitions as i64).collect::<Vec<_>>() {
+        return Err(format!(
+            "the HLO sharding `{text}` does not place each of {partitions} partitions once"
+        ));
+    }
+    let mut local = ty.clone();
+    for (d, (&g, &t)) in ty.shape.iter().zip(&dims).enumerate() {
+        if g % t != 0 {
+            return Err(format!(
+                "dimension {d} of size {g} does not split evenly into {t} shards"
+            ));
+        }
+        local.shape[d] = g / t;
+    }
+    let mut origins = vec![Vec::new(); partitions];
+    for (position, &device) in devices.iter().enumerate() {
+        // The position's coordinate along each tile dimension (the first one major).
+        let mut coordinates = vec![0i64; dims.len()];
+        let mut rest = position as i64;
+        for (c, &d) in coordinates.iter_mut().zip(&dims).rev() {
+            *c = rest % d;
+            rest /= d;
+        }
+        origins[device as usize] = coordinates
+            .iter()
+            .zip(&local.shape)
+            .map(|(&c, &l)| c * l)
+            .collect();
+    }
+    Ok(Tiling {
+        global: ty.clone(),
+        local,
+        origins,
+    })
+}
+
+/// `0..n` laid out in `shape` (row-major), transposed by `perm` and read out row-major;
+/// `None` when `perm` is not a permutation of the dimensions.
+fn transposed_iota(shape: &[i64], perm: &[i64]) -> Option<Vec<i64>> {
+    let mut seen = vec![false; shape.len()];
+    for &p in perm {
+        *seen.get_mut(usize::try_from(p).ok()?)? = true;
+    }
+    if perm.len() != shape.len() || seen.contains(&false) || shape.iter().any(|&d| d < 1) {
+        return None;
+    }
+    let n = shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d))?;
+    if n > 1 << 20 {
+        return None;
+    }
+    let strides: Vec<i64> = (0..shape.len())
+        .map(|d| shape[d + 1..].iter().product())
+        .collect();
+    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p as usize]).collect();
+    let mut out = Vec::with_capacity(n as usize);
+    let mut index = vec![0i64; shape.len()];
+    for _ in 0..n {
+        out.push(
+            index
+                .iter()
+                .zip(perm)
+                .map(|(&i, &p)| i * strides[p as usize])
+                .sum(),
+        );
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < out_shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Some(out)
 }
 
 /// Calls `f(whole_offset, tile_offset, len)` (in bytes) for each contiguous run of the
@@ -772,6 +987,73 @@ mod tests {
         let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"x"}]>"#).unwrap();
         assert!(tile(&f32s(&[6]), &sharding, &mesh, 4).is_err());
         assert!(tile(&f32s(&[8]), &sharding, &mesh, 2).is_err());
+    }
+
+    #[test]
+    fn hlo_sharding_strings_tile_as_the_same_shardy_shardings() {
+        let square = vec![(
+            "m".to_string(),
+            parse_mesh_declaration(r#"sdy.mesh @m = <["a"=2, "b"=2]>"#)
+                .unwrap()
+                .1,
+        )];
+        let reversed = vec![(
+            "m".to_string(),
+            parse_mesh_declaration(r#"sdy.mesh @m = <["x"=4], device_ids=[3,2,1,0]>"#)
+                .unwrap()
+                .1,
+        )];
+        let ty = f32s(&[4, 6]);
+        let same = |meshes: &[(String, Mesh)], sdy: &str, hlo: &str| {
+            let want = tiling_in(meshes, sdy, &ty, 4).unwrap();
+            assert_eq!(hlo_tiling(hlo, &ty, 4).unwrap(), want, "{hlo}");
+            assert_eq!(tiling_in(meshes, hlo, &ty, 4).unwrap(), want, "{hlo}");
+        };
+        same(
+            &square,
+            r#"#sdy.sharding<@m, [{"a", "b"}, {}]>"#,
+            "{devices=[4,1]<=[4]}",
+        );
+        same(
+            &square,
+            r#"#sdy.sharding<@m, [{"a"}, {"b"}]>"#,
+            "{devices=[2,2]0,1,2,3}",
+        );
+        // The transposed iota: tile (i, j) on device 2j + i.
+        same(
+            &square,
+            r#"#sdy.sharding<@m, [{"b"}, {"a"}]>"#,
+            "{devices=[2,2]<=[2,2]T(1,0)}",
+        );
+        same(
+            &square,
+            r#"#sdy.sharding<@m, [{"a"}, {}]>"#,
+            "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}",
+        );
+        same(
+            &square,
+            r#"#sdy.sharding<@m, [{}, {"b"}]>"#,
+            "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}",
+        );
+        same(
+            &reversed,
+            r#"#sdy.sharding<@m, [{"x"}, {}]>"#,
+            "{devices=[4,1]3,2,1,0}",
+        );
+        same(&square, r#"#sdy.sharding<@m, [{}, {}]>"#, "{replicated}");
+        for bad in [
+            "{maximal device=0}",
+            "{manual}",
+            "{devices=[4,1]<=[4] last_tile_dims={manual}}",
+            "{devices=[3,1]<=[3]}",
+            "{devices=[4,1]0,1,1,2}",
+            "{devices=[4]<=[4]}",
+            "{devices=[1,4]<=[4]}",
+            "{devices=[2,2]<=[2,2]T(0,0)}",
+            "devices=[4,1]<=[4]",
+        ] {
+            assert!(hlo_tiling(bad, &ty, 4).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -557,8 +557,10 @@ pub(crate) fn build_module<'s, 'a>(
             // text reader keeps (`sdy.mesh @name = <["x"=4]>`).
             let mut op = op;
             let attributes = builder.op_attributes(&mut op)?;
-            let symbol = attributes.iter().find_map(|(_, a)| match a {
-                Attribute::String(s) => Some(s.clone()),
+            // The name is the `sym_name` property; a `sym_visibility` string (a mesh made
+            // private when `jax.export` inlines an exported module) may come before it.
+            let symbol = attributes.iter().find_map(|(n, a)| match a {
+                Attribute::String(s) if n == "sym_name" => Some(s.clone()),
                 _ => None,
             });
             let mesh = attributes
@@ -646,6 +648,12 @@ impl<'s, 't, 'a> Builder<'s, 't, 'a> {
                     _ => "mesh",
                 };
                 attributes.push((attr_name.to_string(), value));
+            }
+        } else if name == "sdy.sharding_constraint" {
+            // One property: the `sharding`.
+            while !cursor.is_empty() {
+                let value = self.tables.read_attr(&mut cursor)?.into_value();
+                attributes.push(("sharding".to_string(), value));
             }
         } else if matches!(name.split('.').next(), Some("stablehlo" | "func" | "chlo")) {
             return Err(crate::FrontendError::Unsupported {
