@@ -6,8 +6,10 @@
 //! factors, 1-based pivots, Householder scalars, an `info` code per matrix. The oxla Python
 //! package installs those cpu rules for oxla, so this module implements the targets with the
 //! outputs LAPACK defines: `potrf`, `getrf`, `geqrf`, `geqp3`, `orgqr`/`ungqr`,
-//! `syevd`/`heevd`, `gesdd`, `gehrd`, `sytrd`/`hetrd` (either triangle), `geev` and `gees`,
-//! each for f32, f64, complex<f32> and complex<f64>.
+//! `syevd`/`heevd`, `gesdd`, `gehrd`, `sytrd`/`hetrd` (either triangle), `geev`, `gees` and
+//! `trsm` (the triangular solve of `triangular_solve`'s evaluator, which JAX's cpu rules
+//! call for it, so programs exported for `cpu` run too), each for f32, f64, complex<f32>
+//! and complex<f64>.
 //!
 //! Matrices are read and written as logical (row-major) tensors: the column-major
 //! `operand_layouts`/`result_layouts` JAX attaches only describe the physical buffers of a
@@ -48,6 +50,7 @@ enum Routine {
     Gees,
     Geqp3,
     Sytrd,
+    Trsm,
 }
 
 /// Splits `lapack_<t><routine>_ffi` into its element type and routine.
@@ -81,6 +84,7 @@ fn parse_target(target: &str) -> Option<(ElementType, Routine)> {
         "geqp3" => Routine::Geqp3,
         "sytrd" if !complex => Routine::Sytrd,
         "hetrd" if complex => Routine::Sytrd,
+        "trsm" => Routine::Trsm,
         _ => return None,
     };
     Some((et, routine))
@@ -233,7 +237,7 @@ pub(super) fn known_target<'a, T>(
 /// Evaluates a `stablehlo.custom_call` whose target is one of the LAPACK routines.
 pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
     let (target, (et, routine)) = known_target(cx, parse_target)?;
-    let operands = if matches!(routine, Routine::Orgqr | Routine::Geqp3) {
+    let operands = if matches!(routine, Routine::Orgqr | Routine::Geqp3 | Routine::Trsm) {
         2
     } else {
         1
@@ -257,7 +261,28 @@ pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal
         Routine::Gees => gees_call(cx, &values, &batch_dims, batch, m, n, et),
         Routine::Geqp3 => geqp3_call(cx, &values, args[1], &batch_dims, batch, m, n, et),
         Routine::Sytrd => sytrd_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Trsm => trsm_call(cx, args),
     }
+}
+
+/// `trsm`: the triangular solve `op(a) x = alpha b` (or `x op(a) = alpha b`), from operands
+/// `a` and `b` (JAX passes no `alpha`: it is one) and the characters `side`, `uplo`,
+/// `trans_x` and `diag` of the backend config; the result takes `b`'s place.
+fn trsm_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
+    cx.expect_results(1)?;
+    let solve = super::linalg::TriangularSolve {
+        left: config_char(cx, "side", 'L', "LR")? == 'L',
+        lower: config_char(cx, "uplo", 'L', "LU")? == 'L',
+        unit: config_char(cx, "diag", 'N', "NU")? == 'U',
+        transpose: match config_char(cx, "trans_x", 'N', "NTC")? {
+            'N' => crate::attrs::Transpose::NoTranspose,
+            'T' => crate::attrs::Transpose::Transpose,
+            _ => crate::attrs::Transpose::Adjoint,
+        },
+    };
+    Ok(vec![super::linalg::solve_triangular(
+        cx, args[0], args[1], &solve,
+    )?])
 }
 
 fn potrf_call(
@@ -1863,7 +1888,11 @@ mod tests {
             Some((ElementType::F32, Routine::Orgqr))
         );
         assert_eq!(parse_target("lapack_zorgqr_ffi"), None);
-        assert_eq!(parse_target("lapack_strsm_ffi"), None);
+        assert_eq!(
+            parse_target("lapack_ztrsm_ffi"),
+            Some((ElementType::C128, Routine::Trsm))
+        );
+        assert_eq!(parse_target("lapack_sgbsv_ffi"), None);
         assert_eq!(parse_target("Qr"), None);
         assert_eq!(
             opaque_int("{mode = 86 : ui8, uplo = 76 : ui8}", "uplo"),
@@ -2569,14 +2598,72 @@ mod tests {
         assert!(err.is_err());
         // An unknown target.
         let err = call(
-            "lapack_strsm_ffi",
+            "lapack_sgbsv_ffi",
             &[a],
             &[t(&[2, 3], ElementType::F32)],
             &[],
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("lapack_strsm_ffi"), "{err}");
+        assert!(err.contains("lapack_sgbsv_ffi"), "{err}");
+    }
+
+    #[test]
+    fn trsm_solves_every_side_triangle_transpose_and_diagonal() {
+        let n = 3;
+        let a: Vec<f64> = vec![2.0, -1.0, 0.5, 3.0, 4.0, 1.5, -2.0, 0.25, 5.0];
+        let rhs: Vec<f64> = vec![1.0, -2.0, 0.5, 3.0, 4.0, -1.0];
+        for side in ['L', 'R'] {
+            for uplo in ['L', 'U'] {
+                for trans in ['N', 'T', 'C'] {
+                    for diag in ['N', 'U'] {
+                        let b_shape: &[i64] = if side == 'L' { &[3, 2] } else { &[2, 3] };
+                        let x = call(
+                            "lapack_dtrsm_ffi",
+                            &[f64s(&[3, 3], &a), f64s(b_shape, &rhs)],
+                            &[t(b_shape, ElementType::F64)],
+                            &[
+                                ("side", side),
+                                ("uplo", uplo),
+                                ("trans_x", trans),
+                                ("diag", diag),
+                            ],
+                        )
+                        .unwrap();
+                        let x: Vec<C> = to_f64(&x[0]).iter().map(|&v| C::new(v, 0.0)).collect();
+                        // op(a): the triangle, ones on the diagonal for 'U', transposed.
+                        let mut m = vec![ZERO; n * n];
+                        for i in 0..n {
+                            for j in 0..n {
+                                let inside = if uplo == 'L' { j <= i } else { j >= i };
+                                let v = match (i == j, inside) {
+                                    (true, _) if diag == 'U' => 1.0,
+                                    (_, true) => a[i * n + j],
+                                    _ => 0.0,
+                                };
+                                let (r, c) = if trans == 'N' { (i, j) } else { (j, i) };
+                                m[r * n + c] = C::new(v, 0.0);
+                            }
+                        }
+                        let product = if side == 'L' {
+                            matmul(&m, &x, n, n, 2)
+                        } else {
+                            matmul(&x, &m, 2, n, n)
+                        };
+                        let want: Vec<C> = rhs.iter().map(|&v| C::new(v, 0.0)).collect();
+                        assert_close(&product, &want, 1e-12);
+                    }
+                }
+            }
+        }
+        // b must fit a's side.
+        assert!(call(
+            "lapack_dtrsm_ffi",
+            &[f64s(&[3, 3], &a), f64s(&[2, 3], &rhs)],
+            &[t(&[2, 3], ElementType::F64)],
+            &[("side", 'L')],
+        )
+        .is_err());
     }
 
     #[test]

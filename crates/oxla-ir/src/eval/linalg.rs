@@ -107,21 +107,49 @@ fn solve(m: &[Complex64], lower: bool, n: usize, b: &mut [Complex64], k: usize) 
     }
 }
 
+/// What a triangular solve solves: `op(a) x = b` (`left`) or `x op(a) = b`, with `a`'s
+/// lower or upper triangle, its diagonal read or taken as ones, and `op` one of
+/// [`Transpose`]'s.
+pub(crate) struct TriangularSolve {
+    pub left: bool,
+    pub lower: bool,
+    pub unit: bool,
+    pub transpose: Transpose,
+}
+
 /// Evaluates `triangular_solve`.
 pub(crate) fn triangular_solve(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, IrError> {
+    let system = TriangularSolve {
+        left: cx.flag("left_side", false)?,
+        lower: cx.flag("lower", false)?,
+        unit: cx.flag("unit_diagonal", false)?,
+        transpose: match cx.op.attr("transpose_a") {
+            None => Transpose::NoTranspose,
+            Some(Attribute::Transpose(t)) => *t,
+            Some(_) => return Err(cx.invalid("`transpose_a` has the wrong kind")),
+        },
+    };
+    solve_triangular(cx, a, b, &system)
+}
+
+/// Solves with the triangle of `a` as `system` says, for every batch of `a` and `b`.
+pub(crate) fn solve_triangular(
+    cx: OpCx<'_>,
+    a: &Literal,
+    b: &Literal,
+    system: &TriangularSolve,
+) -> Result<Literal, IrError> {
     let out_ty = cx.result_tensor(0)?;
     if *out_ty != b.ty || a.ty.element_type != b.ty.element_type {
         return Err(cx.invalid("the result must have b's type, and a and b one element type"));
     }
     let (batch, n) = square(cx, &a.ty)?;
-    let left = cx.flag("left_side", false)?;
-    let lower = cx.flag("lower", false)?;
-    let unit = cx.flag("unit_diagonal", false)?;
-    let transpose = match cx.op.attr("transpose_a") {
-        None => Transpose::NoTranspose,
-        Some(Attribute::Transpose(t)) => *t,
-        Some(_) => return Err(cx.invalid("`transpose_a` has the wrong kind")),
-    };
+    let &TriangularSolve {
+        left,
+        lower,
+        unit,
+        transpose,
+    } = system;
     let r = b.ty.rank();
     if r != a.ty.rank() || b.ty.shape[..r - 2] != a.ty.shape[..r - 2] {
         return Err(cx.invalid("a and b must have the same batch dimensions"));
