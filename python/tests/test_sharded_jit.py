@@ -68,6 +68,8 @@ check("ints_and_bools", lambda i: (i * 3 ^ 5, i > 0), [i], [P("a", "b")],
       P(None, ("a", "b")), square)
 check("replicated_input", jnp.sin, [x], [P()], mesh=line)
 check("elementwise_keeps_sharding", lambda x: x * 2 + 1, [x], [P("x")], mesh=line)
+from jax.experimental.shard_alike import shard_alike
+check("shard_alike", lambda x, y: shard_alike(x * 2, y + 1), [x, x], [P("x"), P()], mesh=line)
 
 # shard_map regions among other ops: the regions run per device, the rest on whole values
 # (the expected values from numpy: the regions name oxla's devices).
@@ -145,6 +147,7 @@ def report():
         "ints_and_bools",
         "replicated_input",
         "elementwise_keeps_sharding",
+        "shard_alike",
         "shard_map_inside_jit",
         "shard_map_to_replicated",
         "export_rows_shardy",

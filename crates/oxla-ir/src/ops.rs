@@ -199,6 +199,7 @@ op_kinds! {
     // ops around sharding annotations; on one device they forward their operands
     UnrealizedConversionCast => "builtin.unrealized_conversion_cast",
     SdyShardingConstraint => "sdy.sharding_constraint",
+    SdyShardingGroup => "sdy.sharding_group",
 }
 
 #[cfg(test)]

@@ -75,7 +75,9 @@ impl Parser<'_> {
                     return self.parse_result_types();
                 }
                 match kind {
-                    OpKind::Return | OpKind::FuncReturn => Ok(Vec::new()),
+                    OpKind::Return | OpKind::FuncReturn | OpKind::SdyShardingGroup => {
+                        Ok(Vec::new())
+                    }
                     OpKind::OptimizationBarrier => Ok(types),
                     OpKind::Select if types.len() == 2 => {
                         Ok(vec![types.pop().unwrap_or(Type::Token)])
@@ -157,6 +159,10 @@ impl Parser<'_> {
                 _ => break,
             }
             if !self.eat(TokKind::Comma)? {
+                // `sdy.sharding_group %v group_id=0`: the keyword follows without a comma.
+                if kind == OpKind::SdyShardingGroup && self.at(TokKind::Bare) {
+                    continue;
+                }
                 break;
             }
         }
@@ -221,6 +227,11 @@ impl Parser<'_> {
             (_, "lower") | (_, "is_stable") => {
                 let b = self.parse_bool()?;
                 out.push((kw.to_string(), Attribute::Bool(b)));
+                Ok(())
+            }
+            (SdyShardingGroup, "group_id") => {
+                let v = self.parse_i64()?;
+                out.push(("group_id".into(), i64_attr(v)));
                 Ok(())
             }
             (_, "k") => {

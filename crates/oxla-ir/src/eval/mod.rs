@@ -389,6 +389,7 @@ pub fn is_supported(kind: &OpKind) -> bool {
                 | K::OptimizationBarrier
                 | K::UnrealizedConversionCast
                 | K::SdyShardingConstraint
+                | K::SdyShardingGroup
                 | K::CreateToken
                 | K::AfterAll
                 | K::Reduce
@@ -691,6 +692,8 @@ impl<'m> Interp<'m> {
                 .iter()
                 .map(|&id| operand(frame, cx, id).cloned())
                 .collect::<Result<_, _>>()?,
+            // A hint that its operands share a sharding (`shard_alike`); no results.
+            K::SdyShardingGroup => Vec::new(),
             K::CreateToken | K::AfterAll => vec![Value::Token],
             K::Constant => {
                 let key = op as *const Op as usize;
