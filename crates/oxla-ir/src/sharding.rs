@@ -453,15 +453,7 @@ fn tile(
         tiles.push(count);
         refs.push(dim_refs);
     }
-    let mut local = ty.clone();
-    for (d, (&g, &t)) in ty.shape.iter().zip(&tiles).enumerate() {
-        if g % t != 0 {
-            return Err(format!(
-                "dimension {d} of size {g} does not split evenly into {t} shards"
-            ));
-        }
-        local.shape[d] = g / t;
-    }
+    let local = shard_type(ty, &tiles)?;
     let mut origins = vec![Vec::new(); partitions];
     for (position, &partition) in positions.iter().enumerate() {
         // The position's coordinate along each mesh axis (the first axis major).
@@ -488,6 +480,21 @@ fn tile(
         local,
         origins,
     })
+}
+
+/// The type of one shard of a `ty` value cut into `tiles[d]` shards along each dimension `d`
+/// (extra trailing counts, replicas, are ignored).
+fn shard_type(ty: &TensorType, tiles: &[i64]) -> Result<TensorType, String> {
+    let mut local = ty.clone();
+    for (d, (&g, &t)) in ty.shape.iter().zip(tiles).enumerate() {
+        if g % t != 0 {
+            return Err(format!(
+                "dimension {d} of size {g} does not split evenly into {t} shards"
+            ));
+        }
+        local.shape[d] = g / t;
+    }
+    Ok(local)
 }
 
 /// The tiling of a `ty` value over `partitions` as an HLO sharding string says:
@@ -559,15 +566,7 @@ fn hlo_tiling(text: &str, ty: &TensorType, partitions: usize) -> Result<Tiling, 
             "the HLO sharding `{text}` does not place each of {partitions} partitions once"
         ));
     }
-    let mut local = ty.clone();
-    for (d, (&g, &t)) in ty.shape.iter().zip(&dims).enumerate() {
-        if g % t != 0 {
-            return Err(format!(
-                "dimension {d} of size {g} does not split evenly into {t} shards"
-            ));
-        }
-        local.shape[d] = g / t;
-    }
+    let local = shard_type(ty, &dims)?;
     let mut origins = vec![Vec::new(); partitions];
     for (position, &device) in devices.iter().enumerate() {
         // The position's coordinate along each tile dimension (the first one major).

@@ -402,17 +402,10 @@ fn compile_and_execute_add() {
     n_out.executable = get.executable;
     call!(client.plugin, PJRT_Executable_NumOutputs, &mut n_out).unwrap();
     assert_eq!(n_out.num_outputs, 1);
-    let mut types = PJRT_Executable_OutputElementTypes_Args::new();
-    types.executable = get.executable;
-    call!(
-        client.plugin,
-        PJRT_Executable_OutputElementTypes,
-        &mut types
-    )
-    .unwrap();
-    // SAFETY: `num_output_types` entries owned by the executable.
-    let types = unsafe { std::slice::from_raw_parts(types.output_types, types.num_output_types) };
-    assert_eq!(types, &[PJRT_Buffer_Type_PJRT_Buffer_Type_F32]);
+    assert_eq!(
+        output_element_types(&client, exe),
+        [PJRT_Buffer_Type_PJRT_Buffer_Type_F32]
+    );
     let mut program = Box::new(PJRT_Program::new());
     let program_ptr: *mut PJRT_Program = &mut *program;
     let mut opt = PJRT_Executable_OptimizedProgram_Args::new();
