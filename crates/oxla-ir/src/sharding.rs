@@ -286,9 +286,9 @@ pub fn entry_tilings(
 }
 
 /// The sharding `value` of `function`'s body has from where it was made, through casts: an
-/// `sdy.sharding_constraint`'s or a `Sharding` custom call's, or a `func.call`'s callee's result sharding (or, for a
-/// result the callee returns unchanged, that argument's sharding, or where its operand got
-/// one).
+/// `sdy.sharding_constraint`'s or a `Sharding` custom call's, or a `func.call`'s callee's
+/// result sharding (or, for a result the callee returns unchanged, that argument's sharding,
+/// or where its operand got one).
 fn passed_sharding<'m>(
     module: &'m Module,
     function: &'m Function,
@@ -305,8 +305,7 @@ fn passed_sharding<'m>(
                     _ => None,
                 };
             }
-            OpKind::CustomCall if matches!(op.attr("call_target_name"), Some(Attribute::String(t)) if t == "Sharding") =>
-            {
+            OpKind::CustomCall if crate::eval::sharding_call_target(op) == Some("Sharding") => {
                 return match op.attr("mhlo.sharding")? {
                     Attribute::String(text) => Some(text.as_str()),
                     _ => None,
@@ -314,12 +313,7 @@ fn passed_sharding<'m>(
             }
             OpKind::UnrealizedConversionCast if op.operands.len() == 1 => value = op.operands[0],
             OpKind::Call => {
-                let callee = match op.attr("callee")? {
-                    Attribute::SymbolRef(s) | Attribute::String(s) => {
-                        module.function(s.trim_start_matches('@'))?
-                    }
-                    _ => return None,
-                };
+                let callee = module.function(crate::transform::call_target(op)?)?;
                 let index = op.results.iter().position(|&r| r == value)?;
                 if let Some(text) = callee.res_attrs.get(index).and_then(|a| sharding_text(a)) {
                     return Some(text);

@@ -98,7 +98,7 @@ fn callee_first_order(module: &Module) -> Option<Vec<usize>> {
 }
 
 /// The name `op` calls, when it is a `func.call`.
-fn call_target(op: &Op) -> Option<&str> {
+pub(crate) fn call_target(op: &Op) -> Option<&str> {
     if op.kind != OpKind::Call {
         return None;
     }

@@ -15,4 +15,5 @@ pub use approx_top_k::{lower_approx_top_k, APPROX_TOP_K};
 pub use counters::simplify_counters;
 pub use division::rewrite_divisions;
 pub use fold::fold_integer_constants;
+pub(crate) use inline::call_target;
 pub use inline::inline_calls;
