@@ -244,3 +244,72 @@ def test_shard_map_of_a_replicated_operand_inside_a_larger_program():
     want = [120.0, 121.0, 130.0, 131.0]
     assert f"alone {want}" in result.stdout, result.stdout
     assert f"inside {want}" in result.stdout, result.stdout
+
+
+def test_unreduced_values_sum_their_shards():
+    # A value with unreduced axes (`P(..., unreduced={"y"})`, partial sums left for a later
+    # reshard to add up) is the sum of its shards along those axes. oxla computes it whole
+    # and hands it out whole to the first device along them, zeros to the others; an
+    # unreduced argument is summed back. Each result is compared with numpy.
+    result = run_python_ok(
+        """
+        import json
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import shard_map
+        from jax.sharding import AxisType, NamedSharding, PartitionSpec as P, reshard
+        mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2,
+                             devices=jax.devices("oxla"))
+        rng = np.random.default_rng(1)
+        a = rng.standard_normal((8, 6), dtype=np.float32)
+        b = rng.standard_normal((6, 4), dtype=np.float32)
+        k = rng.integers(-50, 50, (4, 8), dtype=np.int32)
+        report = {}
+
+        def summed(arr):
+            # The value a (rows over "x", unreduced over "y") array stands for: each row
+            # block's shards along "y" added up (JAX gives unreduced shards no index).
+            whole = np.zeros(arr.shape, arr.dtype)
+            rows = arr.shape[0] // 2
+            for s in arr.addressable_shards:
+                i = int(np.argwhere(mesh.devices == s.device)[0][0])
+                whole[i * rows:(i + 1) * rows] += np.asarray(s.data)
+            return whole
+
+        with jax.set_mesh(mesh):
+            x = jax.device_put(a, P("x", "y"))
+            y = jax.device_put(b, P("y", None))
+            part = jax.jit(lambda x, y: jnp.einsum(
+                "ij,jk->ik", x, y, out_sharding=P("x", unreduced={"y"})))(x, y)
+            report["spec"] = str(part.sharding.spec)
+            report["shard_shape"] = list(part.addressable_shards[0].data.shape)
+            report["sum_of_shards"] = bool(np.allclose(summed(part), a @ b, atol=1e-5))
+            # An unreduced argument: doubled, then reduced by a reshard.
+            out = jax.jit(lambda v: reshard(v + v, P("x", None)))(part)
+            report["reduced_again"] = bool(np.allclose(np.asarray(out), 2 * (a @ b), atol=1e-5))
+            report["reduced_spec"] = str(out.sharding.spec)
+            # Integers, summed over every mesh axis: exact.
+            ki = jax.device_put(k, P(None, ("x", "y")))
+            total = jax.jit(lambda v: jax.lax.reduce_sum(
+                v * 3, axes=(1,), out_sharding=P(None, unreduced={"x", "y"})))(ki)
+            back = jax.jit(lambda v: reshard(v, P()))(total)
+            report["int_total"] = np.asarray(back).tolist() == (k * 3).sum(1).tolist()
+            # A shard_map whose per-device results are partial sums, inside a larger program.
+            mm = shard_map(lambda p, q: p @ q, in_specs=(P("x", "y"), P("y", None)),
+                           out_specs=P("x", None, unreduced={"y"}))
+            inner = jax.jit(lambda p, q: reshard(mm(p * 2.0, q) + mm(p, q), P("x", None)))(x, y)
+            report["shard_map"] = bool(np.allclose(np.asarray(inner), 3 * (a @ b), atol=1e-5))
+        print(json.dumps(report))
+        """,
+        env=ENV,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {
+        "spec": "P('x', None, unreduced={'y'})",
+        "shard_shape": [4, 4],
+        "sum_of_shards": True,
+        "reduced_again": True,
+        "reduced_spec": "P('x', None)",
+        "int_total": True,
+        "shard_map": True,
+    }, report
+

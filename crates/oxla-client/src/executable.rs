@@ -1389,7 +1389,12 @@ fn run_gathered(
                 .map(|device| device[i].wait())
                 .collect::<Result<Vec<_>>>()?;
             let refs: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
-            Arc::new(oxla_ir::sharding::assemble(tiling, &refs))
+            let whole = oxla_ir::sharding::assemble(tiling, &refs).ok_or_else(|| {
+                ClientError::InvalidArgument(format!(
+                    "argument {i}'s shards cannot be summed over its unreduced axes"
+                ))
+            })?;
+            Arc::new(whole)
         };
         args.push(Literal::from_shared(tiling.global.clone(), whole)?);
     }
@@ -1521,6 +1526,54 @@ module {
         };
         assert!(err.message().contains("the host refused"), "{err}");
         unregister_host_call("oxla_test_reverse");
+    }
+
+    const UNREDUCED: &str = r#"
+module @m attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%a: tensor<4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced={"x"}>}) -> (tensor<4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced={"x"}>}, tensor<4xi32>) {
+    %0 = stablehlo.multiply %a, %a : tensor<4xi32>
+    return %0, %0 : tensor<4xi32>, tensor<4xi32>
+  }
+}
+"#;
+
+    #[test]
+    fn unreduced_arguments_are_summed_and_unreduced_results_go_to_the_first_device() {
+        let options = crate::ClientOptions {
+            num_devices: 2,
+            ..crate::ClientOptions::default()
+        };
+        let client = crate::Client::new(&options).unwrap();
+        let compile = CompileOptions {
+            num_partitions: 2,
+            ..CompileOptions::default()
+        };
+        let exe = client.compile(UNREDUCED.as_bytes(), compile).unwrap();
+        let devices = client.addressable_devices();
+        let arg = |device: &Device, values: &[i32]| {
+            let literal = oxla_ir::Literal::from_i32(&[4], values).unwrap();
+            vec![Buffer::from_literal(device, literal).unwrap()]
+        };
+        // The argument is the sum of the shards, [11, 22, 33, 44]; squaring is not linear,
+        // so squaring each shard instead would give other sums.
+        let args = [
+            arg(&devices[0], &[1, 2, 3, 4]),
+            arg(&devices[1], &[10, 20, 30, 40]),
+        ];
+        let result = exe.execute(&args, &ExecuteOptions::default()).unwrap();
+        let read = |device: usize, output: usize| {
+            result.completions[device].wait().unwrap();
+            let literal = result.outputs[device][output].to_literal().unwrap();
+            literal.to_i32_vec().unwrap()
+        };
+        let square = vec![121, 484, 1089, 1936];
+        assert_eq!(read(0, 0), square);
+        assert_eq!(read(1, 0), vec![0; 4]);
+        // The result without a sharding of its own is not unreduced like the argument it is
+        // computed from: the whole value on both devices.
+        assert_eq!(read(0, 1), square);
+        assert_eq!(read(1, 1), square);
     }
 
     #[test]

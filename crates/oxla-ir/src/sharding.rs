@@ -6,10 +6,13 @@
 //! the shardings of their operands and results the same way. oxla's devices share one host,
 //! so such programs run on whole values: a [`Tiling`] says where each partition's shard lies,
 //! [`assemble`] builds the whole value from the shards and [`shard_of`] cuts one out.
+//! A value with unreduced axes (`unreduced={"x"}`) is the sum of the shards along them:
+//! assembling adds those shards up, and cutting one out gives the whole shard to the first
+//! partition along them and zeros to the others.
 //!
 //! Reads the shardings' text (the bytecode reader decodes Shardy's encoding into it).
-//! Errors are descriptions of a sharding oxla cannot honour (unreduced axes, shards of
-//! unequal size, a mesh of the wrong size).
+//! Errors are descriptions of a sharding oxla cannot honour (shards of unequal size, a mesh of
+//! the wrong size).
 
 use crate::{Attribute, Function, Module, OpKind, TensorType, Type};
 
@@ -23,6 +26,10 @@ pub struct Tiling {
     pub local: TensorType,
     /// `origins[p]`: the start of partition `p`'s shard in the whole value.
     pub origins: Vec<Vec<i64>>,
+    /// For a value with unreduced axes, `summands[p]`: partition `p`'s position along them
+    /// (the shards at one origin with different positions add up to that part of the
+    /// value); empty for a value without.
+    pub summands: Vec<usize>,
 }
 
 impl Tiling {
@@ -32,12 +39,18 @@ impl Tiling {
             global: ty.clone(),
             local: ty.clone(),
             origins: vec![vec![0; ty.rank()]; partitions],
+            summands: Vec::new(),
         }
     }
 
     /// True when every partition holds the whole value.
     pub fn is_replicated(&self) -> bool {
-        self.global == self.local
+        self.global == self.local && self.summands.is_empty()
+    }
+
+    /// True when the value is the sum of shards along unreduced axes.
+    pub fn is_unreduced(&self) -> bool {
+        !self.summands.is_empty()
     }
 
     /// The number of shards along each dimension.
@@ -50,27 +63,51 @@ impl Tiling {
             .collect()
     }
 
-    /// The partitions in the order of the shards they hold (row-major over
-    /// [`Tiling::tiles_per_dim`]), each shard's holders in partition order, and how many
-    /// partitions hold each shard; `None` when shards have different numbers of holders.
-    pub fn tile_assignment(&self) -> Option<(Vec<i64>, usize)> {
+    /// The number of shards summed along the unreduced axes (1 when there are none).
+    pub fn summand_count(&self) -> usize {
+        self.summands.iter().max().map_or(1, |&s| s + 1)
+    }
+
+    /// Which partition holds what, as an HLO tile assignment lists it: the partitions in the
+    /// order of the shards they hold (row-major over [`Tiling::tiles_per_dim`]), then of
+    /// their summand, each group's holders in partition order; `None` when groups have
+    /// different numbers of holders.
+    pub fn tile_assignment(&self) -> Option<TileAssignment> {
         let tiles = self.tiles_per_dim();
-        let count: i64 = tiles.iter().product();
-        let mut holders: Vec<Vec<i64>> = vec![Vec::new(); usize::try_from(count).ok()?];
+        let summands = self.summand_count();
+        let count = usize::try_from(tiles.iter().product::<i64>()).ok()?;
+        let mut holders: Vec<Vec<i64>> = vec![Vec::new(); count.checked_mul(summands)?];
         for (p, origin) in self.origins.iter().enumerate() {
             let mut index = 0i64;
             for ((&o, &l), &t) in origin.iter().zip(&self.local.shape).zip(&tiles) {
                 let coordinate = if l == 0 { 0 } else { o / l };
                 index = index * t + coordinate;
             }
-            holders[usize::try_from(index).ok()?].push(p as i64);
+            let summand = self.summands.get(p).copied().unwrap_or(0);
+            let group = usize::try_from(index).ok()? * summands + summand;
+            holders.get_mut(group)?.push(p as i64);
         }
-        let per_tile = holders.first().map_or(0, Vec::len);
-        if per_tile == 0 || holders.iter().any(|h| h.len() != per_tile) {
+        let replicas = holders.first().map_or(0, Vec::len);
+        if replicas == 0 || holders.iter().any(|h| h.len() != replicas) {
             return None;
         }
-        Some((holders.concat(), per_tile))
+        Some(TileAssignment {
+            devices: holders.concat(),
+            summands,
+            replicas,
+        })
     }
+}
+
+/// A [`Tiling`]'s partitions in the order an HLO tile assignment lists them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileAssignment {
+    /// The partitions, row-major over the tiles, then the summands, then the replicas.
+    pub devices: Vec<i64>,
+    /// Shards summed for each tile (1 when the value has no unreduced axes).
+    pub summands: usize,
+    /// Partitions holding each (tile, summand).
+    pub replicas: usize,
 }
 
 /// The tilings of an entry function's arguments and results.
@@ -98,12 +135,12 @@ struct AxisRef {
 }
 
 /// A parsed `#sdy.sharding`: the mesh it is over, the axes sharding each dimension (major
-/// first), and whether it has unreduced axes (partial sums).
+/// first), and its unreduced axes (the value is the sum of the shards along them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Sharding {
     mesh: MeshRef,
     dims: Vec<Vec<AxisRef>>,
-    unreduced: bool,
+    unreduced: Vec<AxisRef>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -277,6 +314,8 @@ pub fn entry_tilings(
                         global: out.global.clone(),
                         local,
                         origins: from.origins.clone(),
+                        // Partial sums do not survive elementwise ops in general.
+                        summands: Vec::new(),
                     };
                 }
             }
@@ -375,10 +414,7 @@ fn tile(
     mesh: &Mesh,
     partitions: usize,
 ) -> std::result::Result<Tiling, String> {
-    if sharding.unreduced {
-        return Err("unreduced axes (partial sums) are not supported".into());
-    }
-    if sharding.dims.iter().all(Vec::is_empty) {
+    if sharding.dims.iter().all(Vec::is_empty) && sharding.unreduced.is_empty() {
         return Ok(Tiling::replicated(ty, partitions));
     }
     if sharding.dims.len() != ty.rank() {
@@ -421,34 +457,14 @@ fn tile(
     let mut tiles = Vec::with_capacity(ty.rank());
     let mut refs = Vec::with_capacity(ty.rank());
     for dim in &sharding.dims {
-        let mut count = 1i64;
-        let mut dim_refs = Vec::with_capacity(dim.len());
-        for axis in dim {
-            let (index, axis_size) = mesh
-                .axes
-                .iter()
-                .enumerate()
-                .find(|(_, (n, _))| *n == axis.name)
-                .map(|(i, (_, s))| (i, *s))
-                .ok_or_else(|| format!("axis {:?} is not in the mesh", axis.name))?;
-            let (pre, part) = axis.sub.unwrap_or((1, axis_size));
-            if !(1..=axis_size).contains(&pre)
-                || !(1..=axis_size).contains(&part)
-                || axis_size % (pre * part) != 0
-            {
-                return Err(format!(
-                    "sub-axis ({pre}){part} of an axis of size {axis_size}"
-                ));
-            }
-            // The mesh axis reshaped into [pre, part, post]: the sub-axis is the middle one.
-            dim_refs.push((index, axis_size / (pre * part), part));
-            count = count.saturating_mul(part);
-        }
+        let (dim_refs, count) = resolve_axes(mesh, dim)?;
         tiles.push(count);
         refs.push(dim_refs);
     }
+    let (unreduced, _) = resolve_axes(mesh, &sharding.unreduced)?;
     let local = shard_type(ty, &tiles)?;
     let mut origins = vec![Vec::new(); partitions];
+    let mut summands = vec![0usize; if unreduced.is_empty() { 0 } else { partitions }];
     for (position, &partition) in positions.iter().enumerate() {
         // The position's coordinate along each mesh axis (the first axis major).
         let mut coordinates = vec![0i64; mesh.axes.len()];
@@ -457,23 +473,68 @@ fn tile(
             coordinates[a] = rest % s;
             rest /= s;
         }
-        let origin = refs
+        // The position along a list of (sub-)axes, the first one major.
+        let along = |axes: &[AxisPart]| {
+            axes.iter().fold(0i64, |acc, a| {
+                acc * a.size + (coordinates[a.axis] / a.post) % a.size
+            })
+        };
+        origins[partition as usize] = refs
             .iter()
             .zip(&local.shape)
-            .map(|(dim_refs, &l)| {
-                let shard = dim_refs.iter().fold(0i64, |acc, &(axis, post, part)| {
-                    acc * part + (coordinates[axis] / post) % part
-                });
-                shard * l
-            })
+            .map(|(dim_refs, &l)| along(dim_refs) * l)
             .collect();
-        origins[partition as usize] = origin;
+        if let Some(summand) = summands.get_mut(partition as usize) {
+            *summand = along(&unreduced) as usize;
+        }
     }
     Ok(Tiling {
         global: ty.clone(),
         local,
         origins,
+        summands,
     })
+}
+
+/// A (sub-)axis resolved against its mesh: the mesh axis's index, the size of the part of
+/// the mesh axis after it, and its own size.
+#[derive(Clone, Copy)]
+struct AxisPart {
+    axis: usize,
+    post: i64,
+    size: i64,
+}
+
+/// Each of `axes` resolved against `mesh`, and the product of their sizes.
+fn resolve_axes(mesh: &Mesh, axes: &[AxisRef]) -> Result<(Vec<AxisPart>, i64), String> {
+    let mut count = 1i64;
+    let mut out = Vec::with_capacity(axes.len());
+    for axis in axes {
+        let (index, axis_size) = mesh
+            .axes
+            .iter()
+            .enumerate()
+            .find(|(_, (n, _))| *n == axis.name)
+            .map(|(i, (_, s))| (i, *s))
+            .ok_or_else(|| format!("axis {:?} is not in the mesh", axis.name))?;
+        let (pre, part) = axis.sub.unwrap_or((1, axis_size));
+        if !(1..=axis_size).contains(&pre)
+            || !(1..=axis_size).contains(&part)
+            || axis_size % (pre * part) != 0
+        {
+            return Err(format!(
+                "sub-axis ({pre}){part} of an axis of size {axis_size}"
+            ));
+        }
+        // The mesh axis reshaped into [pre, part, post]: the sub-axis is the middle one.
+        out.push(AxisPart {
+            axis: index,
+            post: axis_size / (pre * part),
+            size: part,
+        });
+        count = count.saturating_mul(part);
+    }
+    Ok((out, count))
 }
 
 /// The type of one shard of a `ty` value cut into `tiles[d]` shards along each dimension `d`
@@ -580,6 +641,7 @@ fn hlo_tiling(text: &str, ty: &TensorType, partitions: usize) -> Result<Tiling, 
         global: ty.clone(),
         local,
         origins,
+        summands: Vec::new(),
     })
 }
 
@@ -674,31 +736,59 @@ fn for_each_run(
 }
 
 /// The whole value from every partition's shard (`shards[p]`); each shard is read once,
-/// from its first holder.
-pub fn assemble(tiling: &Tiling, shards: &[&[u8]]) -> Vec<u8> {
+/// from its first holder, and the shards of an unreduced value at one origin are added up.
+/// `None` when the element type has no addition (an unreduced `pred` or token value) or a
+/// shard has the wrong size.
+pub fn assemble(tiling: &Tiling, shards: &[&[u8]]) -> Option<Vec<u8>> {
     if tiling.is_replicated() {
-        return shards.first().map(|s| s.to_vec()).unwrap_or_default();
+        return Some(shards.first().map(|s| s.to_vec()).unwrap_or_default());
     }
-    let elem = tiling.global.element_type.byte_size();
-    let mut whole = vec![0u8; tiling.global.byte_size().unwrap_or(0)];
-    let mut seen: Vec<&Vec<i64>> = Vec::new();
-    for (origin, shard) in tiling.origins.iter().zip(shards) {
-        if seen.contains(&origin) {
-            continue;
+    let et = tiling.global.element_type;
+    let local_size = tiling.local.byte_size().unwrap_or(0);
+    /// One origin's shard: the first holder's, with the other summands' added.
+    struct Tile<'a> {
+        origin: &'a [i64],
+        summands: Vec<usize>,
+        data: std::borrow::Cow<'a, [u8]>,
+    }
+    let mut tiles: Vec<Tile<'_>> = Vec::new();
+    for (p, (origin, &shard)) in tiling.origins.iter().zip(shards).enumerate() {
+        if shard.len() != local_size {
+            return None;
         }
-        seen.push(origin);
-        let (g, l) = (&tiling.global.shape, &tiling.local.shape);
-        for_each_run(g, origin, l, elem, |w, t, n| {
-            whole[w..w + n].copy_from_slice(&shard[t..t + n]);
+        let summand = tiling.summands.get(p).copied().unwrap_or(0);
+        match tiles.iter_mut().find(|t| t.origin == origin) {
+            None => tiles.push(Tile {
+                origin,
+                summands: vec![summand],
+                data: shard.into(),
+            }),
+            Some(tile) if tile.summands.contains(&summand) => {}
+            Some(tile) => {
+                tile.summands.push(summand);
+                tile.data = crate::eval::add_bytes(et, &tile.data, shard)?.into();
+            }
+        }
+    }
+    let elem = et.byte_size();
+    let mut whole = vec![0u8; tiling.global.byte_size().unwrap_or(0)];
+    let (g, l) = (&tiling.global.shape, &tiling.local.shape);
+    for tile in &tiles {
+        for_each_run(g, tile.origin, l, elem, |w, t, n| {
+            whole[w..w + n].copy_from_slice(&tile.data[t..t + n]);
         });
     }
-    whole
+    Some(whole)
 }
 
-/// Partition `partition`'s shard of the whole value `whole`.
+/// Partition `partition`'s shard of the whole value `whole`; for an unreduced value, zeros
+/// unless the partition is the first along the unreduced axes.
 pub fn shard_of(tiling: &Tiling, whole: &[u8], partition: usize) -> Vec<u8> {
     if tiling.is_replicated() {
         return whole.to_vec();
+    }
+    if tiling.summands.get(partition).is_some_and(|&s| s != 0) {
+        return vec![0u8; tiling.local.byte_size().unwrap_or(0)];
     }
     let elem = tiling.global.element_type.byte_size();
     let mut shard = vec![0u8; tiling.local.byte_size().unwrap_or(0)];
@@ -864,7 +954,7 @@ fn parse_sharding(text: &str) -> Option<Sharding> {
     t.expect(",")?;
     t.expect("[")?;
     let dims = t.list("]", Text::dim)?;
-    let mut unreduced = false;
+    let mut unreduced = Vec::new();
     while t.eat(",") {
         let key_end = t.s.find('=')?;
         let key = t.s[..key_end].trim().to_string();
@@ -875,8 +965,8 @@ fn parse_sharding(text: &str) -> Option<Sharding> {
         }
         t.expect("{")?;
         let axes = t.list("}", Text::axis_ref)?;
-        if key == "unreduced" && !axes.is_empty() {
-            unreduced = true;
+        if key == "unreduced" {
+            unreduced = axes;
         }
     }
     t.expect(">")?;
@@ -938,10 +1028,17 @@ mod tests {
                 }
             ]
         );
-        assert!(s.dims[1].is_empty() && s.dims[2].is_empty() && !s.unreduced);
+        assert!(s.dims[1].is_empty() && s.dims[2].is_empty() && s.unreduced.is_empty());
         let s =
-            parse_sharding(r#"#sdy.sharding<mesh<["a"=2]>, [{"a"}], unreduced={"a"}>"#).unwrap();
-        assert!(s.unreduced);
+            parse_sharding(r#"#sdy.sharding<mesh<["a"=2, "b"=4]>, [{"a"}], unreduced={"b":(2)2}>"#)
+                .unwrap();
+        assert_eq!(
+            s.unreduced,
+            vec![AxisRef {
+                name: "b".into(),
+                sub: Some((2, 2))
+            }]
+        );
         assert!(parse_sharding(r#"#sdy.sharding<@mesh, [{"x"}"#).is_none());
     }
 
@@ -959,7 +1056,14 @@ mod tests {
             t.origins,
             vec![vec![0, 0], vec![2, 0], vec![0, 3], vec![2, 3]]
         );
-        assert_eq!(t.tile_assignment(), Some((vec![0, 2, 1, 3], 1)));
+        let assignment = |devices: Vec<i64>, summands, replicas| {
+            Some(TileAssignment {
+                devices,
+                summands,
+                replicas,
+            })
+        };
+        assert_eq!(t.tile_assignment(), assignment(vec![0, 2, 1, 3], 1, 1));
         // One dimension over "x" only: "y" replicates it.
         let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"x"}, {}]>"#).unwrap();
         let t = tile(&f32s(&[4, 6]), &sharding, &mesh, 4).unwrap();
@@ -967,7 +1071,7 @@ mod tests {
             t.origins,
             vec![vec![0, 0], vec![0, 0], vec![2, 0], vec![2, 0]]
         );
-        assert_eq!(t.tile_assignment(), Some((vec![0, 1, 2, 3], 2)));
+        assert_eq!(t.tile_assignment(), assignment(vec![0, 1, 2, 3], 1, 2));
         // A reversed device order, and a sub-axis: "x":(1)2 of a size-4 axis is its major half.
         let mesh = Mesh {
             axes: vec![("x".into(), 4)],
@@ -1073,6 +1177,72 @@ mod tests {
             .collect();
         assert_eq!(shards[4], expect);
         let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
-        assert_eq!(assemble(&t, &refs), whole);
+        assert_eq!(assemble(&t, &refs), Some(whole));
+    }
+
+    fn f32_bytes(values: impl IntoIterator<Item = f32>) -> Vec<u8> {
+        values.into_iter().flat_map(f32::to_le_bytes).collect()
+    }
+
+    #[test]
+    fn unreduced_shards_add_up_to_the_value_and_it_goes_out_to_the_first_summand() {
+        // Mesh x=2, y=2, z=2; rows split over x, summed over y, replicated over z.
+        let mesh = Mesh {
+            axes: vec![("x".into(), 2), ("y".into(), 2), ("z".into(), 2)],
+            device_ids: vec![],
+        };
+        let sharding =
+            parse_sharding(r#"#sdy.sharding<@m, [{"x"}, {}], unreduced={"y"}>"#).unwrap();
+        let t = tile(&f32s(&[4, 2]), &sharding, &mesh, 8).unwrap();
+        assert!(t.is_unreduced() && !t.is_replicated());
+        // Partition p is (x, y, z) = (p / 4, p / 2 % 2, p % 2).
+        assert_eq!(t.summands, vec![0, 0, 1, 1, 0, 0, 1, 1]);
+        assert_eq!(
+            t.tile_assignment(),
+            Some(TileAssignment {
+                devices: (0..8).collect(),
+                summands: 2,
+                replicas: 2
+            })
+        );
+        assert_eq!(t.origins[6], vec![2, 0]);
+        // Each partition's shard: its row block's values times (y + 1); a replica along z
+        // holds the same values, read once.
+        let shards: Vec<Vec<u8>> = (0..8)
+            .map(|p| {
+                let (x, y) = (p / 4, p / 2 % 2);
+                f32_bytes((0..4).map(|i| ((x * 4 + i) * (y + 1)) as f32))
+            })
+            .collect();
+        let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
+        let whole = assemble(&t, &refs).unwrap();
+        assert_eq!(whole, f32_bytes((0..8).map(|i| (i * 3) as f32)));
+        // Out again: the first partition along y gets the whole shard, the other zeros.
+        assert_eq!(shard_of(&t, &whole, 4), f32_bytes([12.0, 15.0, 18.0, 21.0]));
+        assert_eq!(shard_of(&t, &whole, 5), f32_bytes([12.0, 15.0, 18.0, 21.0]));
+        assert_eq!(shard_of(&t, &whole, 6), f32_bytes([0.0; 4]));
+        let outs: Vec<Vec<u8>> = (0..8).map(|p| shard_of(&t, &whole, p)).collect();
+        let refs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+        assert_eq!(assemble(&t, &refs), Some(whole));
+        // Unreduced over every axis of a value not split at all; integers wrap.
+        let all = parse_sharding(r#"#sdy.sharding<@m, [{}], unreduced={"x", "z"}>"#).unwrap();
+        let ty = TensorType::new(vec![2], ElementType::S8);
+        let t = tile(&ty, &all, &mesh, 8).unwrap();
+        assert_eq!(t.summands, vec![0, 1, 0, 1, 2, 3, 2, 3]);
+        let shards: Vec<Vec<u8>> = (0..8).map(|p| vec![100, p as u8]).collect();
+        let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
+        // Summands 0..4 first held by partitions 0, 1, 4, 5.
+        assert_eq!(assemble(&t, &refs), Some(vec![144, 10]));
+        assert_eq!(
+            assemble(
+                &t,
+                &refs[..7]
+                    .iter()
+                    .copied()
+                    .chain([&[1u8][..]])
+                    .collect::<Vec<_>>()
+            ),
+            None
+        );
     }
 }

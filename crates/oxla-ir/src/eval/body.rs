@@ -273,13 +273,12 @@ impl<'m> Interp<'m> {
                 let et = acc[0].ty.element_type;
                 let a = decode(&take(&acc[0], dsts, false));
                 let b = decode(&take(&src[0], srcs, false));
-                let out =
-                    binary_arrays(cx, kind, a, b, et.bit_width() as u32).ok_or_else(|| {
-                        cx.invalid(format!(
-                            "{} is not defined on element type {et}",
-                            kind.name()
-                        ))
-                    })?;
+                let out = binary_arrays(kind, a, b, et.bit_width() as u32).ok_or_else(|| {
+                    cx.invalid(format!(
+                        "{} is not defined on element type {et}",
+                        kind.name()
+                    ))
+                })?;
                 put(&mut acc[0], dsts, &encode_bytes(&out, et));
                 return Ok(());
             }

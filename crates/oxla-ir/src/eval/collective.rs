@@ -769,7 +769,11 @@ impl<'m> Interp<'m> {
                 )));
             }
             let parts: Vec<&[u8]> = all.iter().map(|c| c[j].data.as_slice()).collect();
-            let data = crate::sharding::assemble(&tiling, &parts);
+            let data = crate::sharding::assemble(&tiling, &parts).ok_or_else(|| {
+                cx.unsupported(format!(
+                    "result {j}'s shards cannot be summed over its unreduced axes"
+                ))
+            })?;
             out.push(Value::Tensor(Literal::new(ty.clone(), data)?));
         }
         Ok(out)

@@ -12,7 +12,7 @@
 //! whole lanes of elements at once (see `reduce.rs`).
 
 use super::context::OpCx;
-use super::element::{decode, encode, storage_of, Array};
+use super::element::{decode, decode_bytes, encode, encode_bytes, storage_of, Array};
 use super::special;
 use super::typed::{self, Plain};
 use crate::attrs::{ComparisonDirection, ComparisonType};
@@ -882,7 +882,7 @@ pub(crate) fn unary(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
         (K::ChloConj, a @ (Array::F32(_) | Array::F64(_))) => a,
         (K::ChloSquare, a) => {
             let b = a.clone();
-            binary_arrays(cx, &K::Multiply, a, b, bits).ok_or_else(err)?
+            binary_arrays(&K::Multiply, a, b, bits).ok_or_else(err)?
         }
         (_, Array::Pred(_)) => return Err(err()),
         (_, Array::S8(v)) => Array::S8(map_int(&v, kind, bits).ok_or_else(err)?),
@@ -986,13 +986,7 @@ fn pred_binary(kind: &OpKind, a: &[bool], b: &[bool]) -> Option<Vec<bool>> {
 }
 
 /// A binary op on two arrays of the same storage, `None` when undefined for it.
-pub(crate) fn binary_arrays(
-    _cx: OpCx<'_>,
-    kind: &OpKind,
-    a: Array,
-    b: Array,
-    bits: u32,
-) -> Option<Array> {
+pub(crate) fn binary_arrays(kind: &OpKind, a: Array, b: Array, bits: u32) -> Option<Array> {
     Some(match (a, b) {
         (Array::Pred(a), Array::Pred(b)) => Array::Pred(pred_binary(kind, &a, &b)?),
         (Array::S8(a), Array::S8(b)) => Array::S8(int_binary(kind, &a, &b, bits)?),
@@ -1015,6 +1009,18 @@ pub(crate) fn binary_arrays(
         (Array::C128(a), Array::C128(b)) => Array::C128(complex_binary(kind, &a, &b)?),
         _ => return None,
     })
+}
+
+/// The elementwise sum of two arrays of `et` elements given as their bytes (how partial sums
+/// held by several devices add up); `None` for an element type without addition or arrays of
+/// different lengths.
+pub(crate) fn add_bytes(et: ElementType, a: &[u8], b: &[u8]) -> Option<Vec<u8>> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let bits = et.bit_width() as u32;
+    let sum = binary_arrays(&OpKind::Add, decode_bytes(a, et), decode_bytes(b, et), bits)?;
+    Some(encode_bytes(&sum, et))
 }
 
 /// Evaluates a binary elementwise op.
@@ -1041,7 +1047,7 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
         }
     }
     let bits = et.bit_width() as u32;
-    let out = binary_arrays(cx, &cx.op.kind, decode_n(a, n), decode_n(b, n), bits)
+    let out = binary_arrays(&cx.op.kind, decode_n(a, n), decode_n(b, n), bits)
         .ok_or_else(|| type_error(cx, et))?;
     finish(cx, out, shape, out_et)
 }
@@ -1636,10 +1642,9 @@ pub(crate) fn clamp(
         (Array::F32(l), Array::F32(v), Array::F32(h)) => Array::F32(floats(&l, &v, &h)),
         (Array::F64(l), Array::F64(v), Array::F64(h)) => Array::F64(floats(&l, &v, &h)),
         (l, v, h) => {
-            let raised = binary_arrays(cx, &OpKind::Maximum, v, l, bits)
-                .ok_or_else(|| type_error(cx, et))?;
-            binary_arrays(cx, &OpKind::Minimum, raised, h, bits)
-                .ok_or_else(|| type_error(cx, et))?
+            let raised =
+                binary_arrays(&OpKind::Maximum, v, l, bits).ok_or_else(|| type_error(cx, et))?;
+            binary_arrays(&OpKind::Minimum, raised, h, bits).ok_or_else(|| type_error(cx, et))?
         }
     };
     finish(cx, out, shape, et)

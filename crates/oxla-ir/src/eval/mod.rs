@@ -16,6 +16,7 @@ mod convert;
 mod dot;
 mod element;
 mod elementwise;
+pub(crate) use elementwise::add_bytes;
 mod fastmath;
 mod floatfmt;
 mod fused;

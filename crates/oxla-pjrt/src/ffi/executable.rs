@@ -432,25 +432,47 @@ fn sharding_proto(
 }
 
 /// The sharding of a value that a program run whole hands out as `tiling` says: shards in
-/// row-major order over the tiled dimensions, with a last dimension of replicas when several
-/// partitions hold each shard.
+/// row-major order over the tiled dimensions, then a dimension of summands when the value has
+/// unreduced axes and one of replicas when several partitions hold each shard (XLA's
+/// `last_tile_dims={unreduced, replicated}`).
 fn tiling_proto(tiling: &oxla_ir::sharding::Tiling) -> Option<xla::OpSharding> {
+    // `OpSharding.Type.UNREDUCED` (newer than the protos this crate is built from).
+    const UNREDUCED: i32 = 6;
     if tiling.is_replicated() {
         return Some(xla::OpSharding {
             r#type: xla::op_sharding::Type::Replicated as i32,
             ..Default::default()
         });
     }
-    let (devices, per_tile) = tiling.tile_assignment()?;
+    let assignment = tiling.tile_assignment()?;
     let mut dimensions = tiling.tiles_per_dim();
-    if per_tile > 1 {
-        dimensions.push(per_tile as i64);
+    if assignment.summands == tiling.origins.len() {
+        // Every partition holds a summand of the whole value.
+        return Some(xla::OpSharding {
+            r#type: UNREDUCED,
+            ..Default::default()
+        });
+    }
+    let mut last_tile_dims = Vec::new();
+    if assignment.summands > 1 {
+        dimensions.push(assignment.summands as i64);
+        last_tile_dims.push(UNREDUCED);
+    }
+    if assignment.replicas > 1 {
+        dimensions.push(assignment.replicas as i64);
+        last_tile_dims.push(xla::op_sharding::Type::Replicated as i32);
+    }
+    // A single subgroup of replicas is written the older way.
+    let replicate_on_last_tile_dim = last_tile_dims == [xla::op_sharding::Type::Replicated as i32];
+    if replicate_on_last_tile_dim {
+        last_tile_dims.clear();
     }
     Some(xla::OpSharding {
         r#type: xla::op_sharding::Type::Other as i32,
         tile_assignment_dimensions: dimensions,
-        tile_assignment_devices: devices,
-        replicate_on_last_tile_dim: per_tile > 1,
+        tile_assignment_devices: assignment.devices,
+        replicate_on_last_tile_dim,
+        last_tile_dims,
         ..Default::default()
     })
 }
