@@ -313,3 +313,25 @@ def test_unreduced_values_sum_their_shards():
         "shard_map": True,
     }, report
 
+
+def test_shard_map_in_a_called_function_does_not_wait_on_busy_workers():
+    # The gradient of a shard_map puts the region in a called function among ops on whole
+    # values: every device runs the program and the region's devices exchange shards. With
+    # more devices than worker threads, executions that waited for a worker never met the
+    # others (each exchange timed out after two minutes, and later calls queued behind it).
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from functools import partial
+        from jax import shard_map
+        from jax.sharding import Mesh, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices("oxla")), ("x",))
+        f = jax.jit(partial(shard_map, mesh=mesh, in_specs=P("x"), out_specs=P())(
+            lambda a: jax.lax.all_gather(a, "x", tiled=True, to="invarying")))
+        grad = jax.jit(jax.grad(lambda v: f(v).sum()))(jnp.arange(8.0))
+        print("grad", np.asarray(grad).tolist())
+        """,
+        env={**ENV, "OXLA_FLAGS": "--num_threads=2"},
+        timeout=100,
+    )
+    assert "grad " + str([1.0] * 8) in result.stdout, result.stdout

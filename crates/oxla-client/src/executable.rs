@@ -123,7 +123,9 @@ struct ExecutableInner {
     device_module: Option<Module>,
     /// For a program that runs on whole values (see [`Gathered`]).
     gathered: Option<Gathered>,
-    /// Whether the program holds collective ops (device executions must run concurrently).
+    /// Whether the device executions of one launch may meet: the program holds collective
+    /// ops or `shard_map` regions (which exchange shards when they sit among ops on whole
+    /// values). Such executions must run concurrently.
     collectives: bool,
     /// Whether a single-device execution may run on the calling thread (see [`runs_inline`]).
     inline: bool,
@@ -245,6 +247,7 @@ impl Executable {
         let (token_inputs, token_outputs) = (tokens(&entry.ty.inputs), tokens(&entry.ty.results));
         let collectives = crate::collectives::uses_collectives(&module);
         let (gathered, localized) = plan_partitions(&module, entry, &options, collectives)?;
+        let collectives = collectives || crate::collectives::has_any_manual_regions(&module);
         let (input_types, output_types, device_module) = match (localized, &gathered) {
             (Some(l), _) => (l.inputs, l.outputs, Some(l.module)),
             (None, Some(g)) => (
