@@ -335,3 +335,42 @@ def test_shard_map_in_a_called_function_does_not_wait_on_busy_workers():
         timeout=100,
     )
     assert "grad " + str([1.0] * 8) in result.stdout, result.stdout
+
+
+def test_shard_map_shardings_reach_jax_without_annotations_on_the_signature():
+    # Results of a shard_map region carry no sharding on the program's signature, and the
+    # programs JAX builds for an eager gradient carry none on their arguments either: the
+    # region's in and out shardings give them, as XLA's propagation does. Before, JAX got
+    # no shardings for such programs and failed with `UnspecifiedValue` errors.
+    result = run_python_ok(
+        """
+        import json
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices("oxla")).reshape(2, 2), ("a", "b"))
+        x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+        arr = jax.device_put(x, NamedSharding(mesh, P("b", "a")))
+        gather = lambda v: jax.lax.all_gather(v, "b", axis=0, tiled=True, to="invarying")
+        spread = lambda v: jax.lax.all_gather(v, "a", axis=1, tiled=True, to="invarying")
+        f = jax.jit(shard_map(lambda v: (gather(v), spread(v)), mesh=mesh,
+                              in_specs=P("b", "a"), out_specs=(P(None, "a"), P("b"))))
+        c, d = f(arr)
+        loss = lambda v: (f(v)[0] * f(v)[1]).sum()
+        report = {
+            "specs": [str(c.sharding.spec), str(d.sharding.spec)],
+            "values": [np.asarray(c).tolist() == x.tolist(), np.asarray(d).tolist() == x.tolist()],
+        }
+        for name, g in (("eager", jax.grad(loss)(arr)), ("jit", jax.jit(jax.grad(loss))(arr))):
+            report[name] = [str(g.sharding.spec), np.allclose(np.asarray(g), 2 * x)]
+        print(json.dumps(report))
+        """,
+        env=ENV,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {
+        "specs": ["P(None, 'a')", "P('b',)"],
+        "values": [True, True],
+        "eager": ["P('b', 'a')", True],
+        "jit": ["P('b', 'a')", True],
+    }, report

@@ -791,7 +791,8 @@ func.func private @body(%a: tensor<1xf32>) -> tensor<1xf32> {{
     fn manual_regions_among_other_ops_run_on_whole_values_everywhere() {
         let client = client(4);
         // jax.jit(lambda x: sin(shard_map(f)(x)) + 1) with f = v * 2 + psum(v): a region
-        // cut from a replicated argument, then ops on the whole result.
+        // over an argument without a sharding, which it takes in (as XLA's propagation
+        // gives it), then ops on the whole result.
         let text = format!(
             r#"module {{
   sdy.mesh @mesh = <["x"=4]>
@@ -809,9 +810,10 @@ func.func private @body(%a: tensor<1xf32>) -> tensor<1xf32> {{
 }}"#
         );
         let exe = compile(&client, &text, 1, 4);
-        assert_eq!(exe.executable().input_types()[0].shape, vec![4, 2]);
+        assert_eq!(exe.executable().input_types()[0].shape, vec![1, 2]);
         let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
-        let out = run_f32(&client, &exe, &[4, 2], &vec![x.clone(); 4]).unwrap();
+        let rows: Vec<Vec<f32>> = x.chunks(2).map(<[f32]>::to_vec).collect();
+        let out = run_f32(&client, &exe, &[1, 2], &rows).unwrap();
         // Device p computes row p plus the column sums (12 and 16), transposed to 2x1; the
         // sub-axis "x":(2)2 is the minor half of the axis, so devices 0 and 2 hold column 0
         // of the whole result and devices 1 and 3 column 1. The first holder is read.

@@ -1078,30 +1078,36 @@ fn plan_partitions(
 }
 
 /// Whether the per-device types `localized` infers agree with the shardings the entry's
-/// signature names (values without one agree).
+/// signature names (values without one agree), and with those its results without one get
+/// from where they are made (a `shard_map` in a called function hands out shards).
 fn signature_agrees(
     module: &Module,
     entry: &Function,
     localized: &crate::collectives::Localized,
     partitions: usize,
 ) -> bool {
-    if !oxla_ir::sharding::is_annotated(entry) {
-        return true;
-    }
     let Ok(tilings) = oxla_ir::sharding::entry_tilings(module, entry, partitions) else {
-        return false;
+        return !oxla_ir::sharding::is_annotated(entry);
     };
-    let agree = |tilings: &[Tiling], local: &[TensorType], attrs: &[Vec<(String, Attribute)>]| {
-        tilings.iter().zip(local).enumerate().all(|(i, (t, l))| {
-            attrs
-                .get(i)
-                .and_then(|a| oxla_ir::sharding::sharding_text(a))
-                .is_none()
-                || &t.local == l
-        })
+    let named = |attrs: &[Vec<(String, Attribute)>], i: usize| {
+        attrs
+            .get(i)
+            .and_then(|a| oxla_ir::sharding::sharding_text(a))
+            .is_some()
     };
-    agree(&tilings.inputs, &localized.inputs, &entry.arg_attrs)
-        && agree(&tilings.outputs, &localized.outputs, &entry.res_attrs)
+    let inputs_agree = tilings
+        .inputs
+        .iter()
+        .zip(&localized.inputs)
+        .enumerate()
+        .all(|(i, (t, l))| !named(&entry.arg_attrs, i) || &t.local == l);
+    let outputs_agree = tilings
+        .outputs
+        .iter()
+        .zip(&localized.outputs)
+        .enumerate()
+        .all(|(i, (t, l))| (!named(&entry.res_attrs, i) && t.is_replicated()) || &t.local == l);
+    inputs_agree && outputs_agree
 }
 
 /// Programs at most this many ops (counting nested regions) may run on the calling thread.

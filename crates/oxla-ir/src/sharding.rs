@@ -270,13 +270,25 @@ pub fn entry_tilings(
             }
         }
     };
-    let inputs = entry
+    let mut inputs = entry
         .ty
         .inputs
         .iter()
         .enumerate()
         .map(|(i, ty)| tiling(ty, entry.arg_attrs.get(i), &format!("argument {i}")))
         .collect::<Result<Vec<_>, _>>()?;
+    // An argument without a sharding takes the one of the `shard_map` region or constraint
+    // it goes to, as XLA's sharding propagation gives it.
+    for (i, input) in inputs.iter_mut().enumerate() {
+        let annotated = entry.arg_attrs.get(i).and_then(|a| sharding_text(a));
+        if annotated.is_none() {
+            if let Some(text) = taken_sharding(entry, i) {
+                let ty = input.global.clone();
+                *input = tiling_in(&meshes, &text, &ty, partitions)
+                    .map_err(|e| format!("argument {i}: {e}"))?;
+            }
+        }
+    }
     let mut outputs = entry
         .ty
         .results
@@ -303,7 +315,7 @@ pub fn entry_tilings(
                 .and_then(|ret| ret.operands.get(i).copied());
             if let Some(text) = returned.and_then(|v| passed_sharding(module, entry, v)) {
                 let ty = out.global.clone();
-                *out = tiling_in(&meshes, text, &ty, partitions)
+                *out = tiling_in(&meshes, &text, &ty, partitions)
                     .map_err(|e| format!("result {i}: {e}"))?;
             } else if let Some(arg) = elementwise_source(entry, i) {
                 let from = &inputs[arg];
@@ -325,14 +337,14 @@ pub fn entry_tilings(
 }
 
 /// The sharding `value` of `function`'s body has from where it was made, through casts: an
-/// `sdy.sharding_constraint`'s or a `Sharding` custom call's, or a `func.call`'s callee's
-/// result sharding (or, for a result the callee returns unchanged, that argument's sharding,
-/// or where its operand got one).
+/// `sdy.sharding_constraint`'s, a `Sharding` custom call's or an `sdy.manual_computation`'s
+/// (its `out_shardings`), or a `func.call`'s callee's result sharding (or, for a result the
+/// callee returns unchanged, that argument's sharding, or where its operand got one).
 fn passed_sharding<'m>(
     module: &'m Module,
     function: &'m Function,
     value: crate::ValueId,
-) -> Option<&'m str> {
+) -> Option<std::borrow::Cow<'m, str>> {
     let (mut function, mut value) = (function, value);
     for _ in 0..64 {
         let block = function.body.blocks.first()?;
@@ -340,22 +352,27 @@ fn passed_sharding<'m>(
         match op.kind {
             OpKind::SdyShardingConstraint => {
                 return match op.attr("sharding")? {
-                    Attribute::Opaque(text) => Some(text.as_str()),
+                    Attribute::Opaque(text) => Some(text.as_str().into()),
                     _ => None,
                 };
             }
             OpKind::CustomCall if crate::eval::sharding_call_target(op) == Some("Sharding") => {
                 return match op.attr("mhlo.sharding")? {
-                    Attribute::String(text) => Some(text.as_str()),
+                    Attribute::String(text) => Some(text.as_str().into()),
                     _ => None,
                 };
+            }
+            ref kind if crate::eval::is_manual_computation(kind) => {
+                let index = op.results.iter().position(|&r| r == value)?;
+                let mut outs = per_value(op.attr("out_shardings")?)?;
+                return (index < outs.len()).then(|| outs.swap_remove(index).into());
             }
             OpKind::UnrealizedConversionCast if op.operands.len() == 1 => value = op.operands[0],
             OpKind::Call => {
                 let callee = module.function(crate::transform::call_target(op)?)?;
                 let index = op.results.iter().position(|&r| r == value)?;
                 if let Some(text) = callee.res_attrs.get(index).and_then(|a| sharding_text(a)) {
-                    return Some(text);
+                    return Some(text.into());
                 }
                 let callee_block = callee.body.blocks.first()?;
                 let returned = *callee_block.ops.last()?.operands.get(index)?;
@@ -363,12 +380,38 @@ fn passed_sharding<'m>(
                     Some(arg) => {
                         if let Some(text) = callee.arg_attrs.get(arg).and_then(|a| sharding_text(a))
                         {
-                            return Some(text);
+                            return Some(text.into());
                         }
                         value = *op.operands.get(arg)?;
                     }
                     None => (function, value) = (callee, returned),
                 }
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The sharding argument `index` of `entry` is taken in with, through casts, by its first
+/// user: an `sdy.manual_computation` (its `in_shardings`) or an `sdy.sharding_constraint`.
+fn taken_sharding(entry: &Function, index: usize) -> Option<String> {
+    let block = entry.body.blocks.first()?;
+    let mut value = *block.arguments.get(index)?;
+    for _ in 0..64 {
+        let op = block.ops.iter().find(|op| op.operands.contains(&value))?;
+        match op.kind {
+            OpKind::UnrealizedConversionCast if op.operands.len() == 1 => value = op.results[0],
+            OpKind::SdyShardingConstraint => {
+                return match op.attr("sharding")? {
+                    Attribute::Opaque(text) => Some(text.clone()),
+                    _ => None,
+                };
+            }
+            ref kind if crate::eval::is_manual_computation(kind) => {
+                let k = op.operands.iter().position(|&v| v == value)?;
+                let mut ins = per_value(op.attr("in_shardings")?)?;
+                return (k < ins.len()).then(|| ins.swap_remove(k));
             }
             _ => return None,
         }

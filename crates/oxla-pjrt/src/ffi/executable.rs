@@ -505,22 +505,43 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
     } else {
         (exe.input_types().to_vec(), exe.output_types().to_vec())
     };
-    let shardings = |global: &[oxla_client::TensorType], local: &[oxla_client::TensorType]| {
-        global
-            .iter()
-            .zip(local)
-            .map(|(g, l)| sharding_proto(g, l, partitions))
-            .collect::<Option<Vec<_>>>()
-    };
     let (param_shardings, result_shardings) = if let Some((inputs, outputs)) = exe.tilings() {
         let protos = |tilings: &[oxla_ir::sharding::Tiling]| {
             tilings.iter().map(tiling_proto).collect::<Option<Vec<_>>>()
         };
         (protos(inputs)?, protos(outputs)?)
     } else if partitions > 1 {
+        // Run per device: where the signature names a sharding whose shards have the
+        // per-device type, it says which device holds which shard; otherwise the shapes do.
+        let entry = exe.module().function(exe.entry_name())?;
+        let named = oxla_ir::sharding::entry_tilings(exe.module(), entry, partitions).ok();
+        let protos = |tilings: Option<&Vec<oxla_ir::sharding::Tiling>>,
+                      global: &[oxla_client::TensorType],
+                      local: &[oxla_client::TensorType]| {
+            global
+                .iter()
+                .zip(local)
+                .enumerate()
+                .map(|(i, (g, l))| {
+                    tilings
+                        .and_then(|t| t.get(i))
+                        .filter(|t| &t.local == l)
+                        .and_then(tiling_proto)
+                        .or_else(|| sharding_proto(g, l, partitions))
+                })
+                .collect::<Option<Vec<_>>>()
+        };
         (
-            shardings(&global_in, exe.input_types())?,
-            shardings(&global_out, exe.output_types())?,
+            protos(
+                named.as_ref().map(|t| &t.inputs),
+                &global_in,
+                exe.input_types(),
+            )?,
+            protos(
+                named.as_ref().map(|t| &t.outputs),
+                &global_out,
+                exe.output_types(),
+            )?,
         )
     } else {
         (Vec::new(), Vec::new())
