@@ -374,3 +374,29 @@ def test_shard_map_shardings_reach_jax_without_annotations_on_the_signature():
         "eager": ["P('b', 'a')", True],
         "jit": ["P('b', 'a')", True],
     }, report
+
+
+def test_nested_shard_maps_put_shards_together_within_the_outer_block():
+    # An outer shard_map over "i" (other axes left to the compiler) around an inner one over
+    # "j": the inner region's shards make a value only among the devices of one "i" block.
+    # Before, every device took the first block's shards and half the rows came out wrong.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices("oxla")).reshape(2, 2), ("i", "j"))
+        x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
+        v = jax.device_put(x, NamedSharding(mesh, P("i", "j")))
+        inner = lambda b: shard_map(lambda c: c * c + jax.lax.axis_index("j"),
+                                    in_specs=P(None, "j"), out_specs=P(None, "j"))(b)
+        f = jax.jit(shard_map(inner, mesh=mesh, in_specs=P("i", None), out_specs=P("i", None),
+                              check_vma=False, axis_names=frozenset({"i"})))
+        with jax.set_mesh(mesh):
+            got = np.asarray(f(v))
+        want = x * x + (np.arange(8) >= 4)
+        print("match", bool(np.array_equal(got, want)))
+        """,
+        env=ENV,
+    )
+    assert "match True" in result.stdout, result.stdout

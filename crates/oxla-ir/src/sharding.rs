@@ -48,6 +48,19 @@ impl Tiling {
         self.global == self.local && self.summands.is_empty()
     }
 
+    /// The tiling over the partitions `group` only (the `k`th of them is partition `k`).
+    pub fn restricted(&self, group: &[usize]) -> Tiling {
+        Tiling {
+            global: self.global.clone(),
+            local: self.local.clone(),
+            origins: group.iter().map(|&p| self.origins[p].clone()).collect(),
+            summands: group
+                .iter()
+                .filter_map(|&p| self.summands.get(p).copied())
+                .collect(),
+        }
+    }
+
     /// True when the value is the sum of shards along unreduced axes.
     pub fn is_unreduced(&self) -> bool {
         !self.summands.is_empty()
@@ -200,6 +213,16 @@ fn tiling_in(
     if text.starts_with('{') {
         return hlo_tiling(text, ty, partitions);
     }
+    let (sharding, mesh) = resolve(meshes, text)?;
+    tile(ty, &sharding, &mesh, partitions)
+}
+
+/// The Shardy sharding `text` says (with or without its `#sdy.sharding` prefix) and the mesh
+/// it is over.
+fn resolve<'a>(
+    meshes: &'a [(String, Mesh)],
+    text: &str,
+) -> Result<(Sharding, std::borrow::Cow<'a, Mesh>), String> {
     let full;
     let text = if text.starts_with('<') {
         full = format!("#sdy.sharding{text}");
@@ -209,14 +232,59 @@ fn tiling_in(
     };
     let sharding = parse_sharding(text).ok_or_else(|| format!("cannot read `{text}`"))?;
     let mesh = match &sharding.mesh {
-        MeshRef::Inline(mesh) => mesh,
+        MeshRef::Inline(mesh) => std::borrow::Cow::Owned(mesh.clone()),
         MeshRef::Named(name) => meshes
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, m)| m)
+            .map(|(_, m)| std::borrow::Cow::Borrowed(m))
             .ok_or_else(|| format!("mesh @{name} is not declared"))?,
     };
-    tile(ty, &sharding, mesh, partitions)
+    Ok((sharding, mesh))
+}
+
+/// The partitions holding the same values as `partition` around a `shard_map` region over
+/// the `manual` axes (`#sdy<manual_axes{"x", "y"}>`) of the mesh its sharding `text` names:
+/// those at its coordinates along the mesh's other axes, in partition order. Inside an outer
+/// region over other axes, these are the partitions whose shards make one value.
+pub fn manual_group(
+    module: &Module,
+    text: &str,
+    manual: &str,
+    partitions: usize,
+    partition: usize,
+) -> Result<Vec<usize>, String> {
+    let meshes = meshes(module);
+    let (_, mesh) = resolve(&meshes, text)?;
+    let size: i64 = mesh.axes.iter().map(|(_, s)| *s).product();
+    if size != partitions as i64 {
+        return Err(format!(
+            "a mesh of {size} devices for a program over {partitions} partitions"
+        ));
+    }
+    let manual: Vec<&str> = manual.split('"').skip(1).step_by(2).collect();
+    // Each partition's coordinates along the axes that are not manual.
+    let mut free = vec![Vec::new(); partitions];
+    for position in 0..partitions {
+        let device = match mesh.device_ids.get(position) {
+            Some(&d) => usize::try_from(d).map_err(|_| format!("device id {d}"))?,
+            None => position,
+        };
+        let mut rest = position as i64;
+        let mut coordinates = Vec::new();
+        for (name, s) in mesh.axes.iter().rev() {
+            if !manual.contains(&name.as_str()) {
+                coordinates.push(rest % s);
+            }
+            rest /= s;
+        }
+        *free
+            .get_mut(device)
+            .ok_or_else(|| format!("device id {device}"))? = coordinates;
+    }
+    let mine = free
+        .get(partition)
+        .ok_or_else(|| format!("partition {partition}"))?;
+    Ok((0..partitions).filter(|&p| &free[p] == mine).collect())
 }
 
 /// The shardings of a `#sdy.sharding_per_value<[<...>, <...>]>` attribute, each as
@@ -1221,6 +1289,39 @@ mod tests {
         assert_eq!(shards[4], expect);
         let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
         assert_eq!(assemble(&t, &refs), Some(whole));
+    }
+
+    #[test]
+    fn a_region_over_some_axes_groups_the_partitions_at_the_same_other_coordinates() {
+        let module = Module {
+            declarations: vec![
+                r#"sdy.mesh @m = <["i"=2, "j"=2, "k"=2], device_ids=[7,6,5,4,3,2,1,0]>"#.into(),
+            ],
+            ..Module::default()
+        };
+        let group = |manual: &str, partition| {
+            manual_group(&module, r#"<@m, [{"j"}]>"#, manual, 8, partition).unwrap()
+        };
+        // Device 7 - p sits at mesh position p = (i, j, k) = (p / 4, p / 2 % 2, p % 2).
+        // Over "j": the partitions at the same "i" and "k"; device 0 is position 7.
+        assert_eq!(group(r#"#sdy<manual_axes{"j"}>"#, 0), vec![0, 2]);
+        assert_eq!(group(r#"#sdy<manual_axes{"j"}>"#, 5), vec![5, 7]);
+        // Over "i" and "k": the partitions at the same "j".
+        assert_eq!(group(r#"#sdy<manual_axes{"i", "k"}>"#, 1), vec![0, 1, 4, 5]);
+        // Over every axis: all of them.
+        assert_eq!(
+            group(r#"#sdy<manual_axes{"i", "j", "k"}>"#, 3),
+            (0..8).collect::<Vec<_>>()
+        );
+        assert!(manual_group(&module, r#"<@m, [{"j"}]>"#, "", 4, 0).is_err());
+        // A tiling kept to a group: its members' origins, in order.
+        let mesh = Mesh {
+            axes: vec![("i".into(), 2), ("j".into(), 2)],
+            device_ids: vec![],
+        };
+        let sharding = parse_sharding(r#"#sdy.sharding<@m, [{"j"}]>"#).unwrap();
+        let t = tile(&f32s(&[4]), &sharding, &mesh, 4).unwrap();
+        assert_eq!(t.restricted(&[2, 3]).origins, vec![vec![0], vec![2]]);
     }
 
     fn f32_bytes(values: impl IntoIterator<Item = f32>) -> Vec<u8> {

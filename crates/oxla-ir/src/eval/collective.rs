@@ -745,10 +745,24 @@ impl<'m> Interp<'m> {
             .collect::<Result<Vec<_>, _>>()?;
         let sequence = self.collective_sequence;
         self.collective_sequence += 1;
-        let group: Vec<ProcessId> = (0..partitions as u32)
-            .map(|partition| ProcessId {
+        // The partitions whose shards make this device's values: all of them, or inside a
+        // region over other axes, those at this device's coordinates along them.
+        let members = match (cx.op.attr("manual_axes"), ins.iter().chain(&outs).next()) {
+            (Some(Attribute::Opaque(manual)), Some(text)) => crate::sharding::manual_group(
+                self.module,
+                text,
+                manual,
+                partitions,
+                me.partition as usize,
+            )
+            .map_err(|e| unsupported("manual axes", e))?,
+            _ => (0..partitions).collect(),
+        };
+        let group: Vec<ProcessId> = members
+            .iter()
+            .map(|&partition| ProcessId {
                 replica: me.replica,
-                partition,
+                partition: partition as u32,
             })
             .collect();
         let request = Exchange {
@@ -761,7 +775,8 @@ impl<'m> Interp<'m> {
         for (j, text) in outs.iter().enumerate() {
             let ty = cx.result_tensor(j)?;
             let tiling = crate::sharding::tiling_of(self.module, text, ty, partitions)
-                .map_err(|e| unsupported(&format!("result {j}"), e))?;
+                .map_err(|e| unsupported(&format!("result {j}"), e))?
+                .restricted(&members);
             if all.iter().any(|c| c[j].ty != tiling.local) {
                 return Err(cx.invalid(format!(
                     "result {j}'s shards are not {} on every device",
