@@ -255,8 +255,11 @@ pub fn manual_group(
 ) -> Result<Vec<usize>, String> {
     let meshes = meshes(module);
     let (_, mesh) = resolve(&meshes, text)?;
-    let size: i64 = mesh.axes.iter().map(|(_, s)| *s).product();
-    if size != partitions as i64 {
+    let size = mesh.axes.iter().try_fold(1i64, |acc, (_, s)| {
+        (*s >= 1).then(|| acc.checked_mul(*s)).flatten()
+    });
+    if size != Some(partitions as i64) {
+        let size = size.map_or("an invalid number of".to_string(), |s| s.to_string());
         return Err(format!(
             "a mesh of {size} devices for a program over {partitions} partitions"
         ));
@@ -1314,6 +1317,11 @@ mod tests {
             (0..8).collect::<Vec<_>>()
         );
         assert!(manual_group(&module, r#"<@m, [{"j"}]>"#, "", 4, 0).is_err());
+        let empty = Module {
+            declarations: vec![r#"sdy.mesh @e = <["i"=0, "j"=2]>"#.into()],
+            ..Module::default()
+        };
+        assert!(manual_group(&empty, r#"<@e, [{"j"}]>"#, "", 2, 0).is_err());
         // A tiling kept to a group: its members' origins, in order.
         let mesh = Mesh {
             axes: vec![("i".into(), 2), ("j".into(), 2)],
