@@ -400,3 +400,30 @@ def test_nested_shard_maps_put_shards_together_within_the_outer_block():
         env=ENV,
     )
     assert "match True" in result.stdout, result.stdout
+
+
+def test_a_value_made_unreduced_before_a_shard_map_is_held_by_one_device():
+    # The gradient of a shard_map whose output is `reduced` over "y" makes the cotangent
+    # (1.0, replicated) unreduced over "y" and hands it to a region that sums it over "y".
+    # Made unreduced, one device holds the value and the others zeros; run per device, every
+    # device held it and the sum came out twice the value.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import AxisType, PartitionSpec as P
+        mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2,
+                             devices=jax.devices("oxla"))
+        with jax.set_mesh(mesh):
+            arr = jax.device_put(np.arange(32.0).reshape(8, 4), P("x", "y"))
+
+            @jax.shard_map(out_specs=P(reduced={"y"}))
+            def f(v):
+                whole = jax.lax.all_gather(v, "y", axis=1, tiled=True, to="reduced")
+                return jax.lax.psum(jnp.sum(whole), "x")
+
+            grad = jax.jit(jax.grad(f))(arr)
+            print("grad", sorted(set(np.asarray(grad).ravel().tolist())), grad.sharding.spec)
+        """,
+        env=ENV,
+    )
+    assert "grad [1.0] P('x', 'y')" in result.stdout, result.stdout

@@ -1063,6 +1063,9 @@ fn plan_partitions(
         return Ok((whole(false)?, None));
     }
     let regions = crate::collectives::has_sdy_manual_regions(module);
+    if regions && oxla_ir::sharding::makes_unreduced(module) {
+        return Ok((whole(true)?, None));
+    }
     match crate::collectives::localize(module, entry, partitions) {
         // Per device on shards, unless the signature's own shardings say otherwise (a
         // replicated argument that a region takes in shards is cut on entering it).

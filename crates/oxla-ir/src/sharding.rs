@@ -184,6 +184,30 @@ pub fn is_annotated(entry: &Function) -> bool {
         .any(|attrs| sharding_text(attrs).is_some())
 }
 
+/// True when an `sdy.sharding_constraint` outside every `shard_map` region of `module` makes a
+/// value unreduced. Run per device, the value is whole on every device there; made unreduced,
+/// one device holds it and the others zeros, which only a program on whole values does (on
+/// entering the region that takes it).
+pub fn makes_unreduced(module: &Module) -> bool {
+    fn unreduced(op: &crate::Op) -> bool {
+        op.kind == OpKind::SdyShardingConstraint
+            && op.attributes.iter().any(|(_, value)| match value {
+                Attribute::Opaque(text) => text
+                    .match_indices("unreduced={")
+                    .any(|(i, m)| !text[i + m.len()..].trim_start().starts_with('}')),
+                _ => false,
+            })
+    }
+    fn in_region(region: &crate::Region) -> bool {
+        region.blocks.iter().flat_map(|b| &b.ops).any(|op| {
+            unreduced(op)
+                || (!crate::eval::is_manual_computation(&op.kind)
+                    && op.regions.iter().any(in_region))
+        })
+    }
+    module.functions.iter().any(|f| in_region(&f.body))
+}
+
 /// The meshes `module` declares, by name.
 fn meshes(module: &Module) -> Vec<(String, Mesh)> {
     module
