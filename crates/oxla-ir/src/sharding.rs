@@ -61,11 +61,6 @@ impl Tiling {
         }
     }
 
-    /// True when the value is the sum of shards along unreduced axes.
-    pub fn is_unreduced(&self) -> bool {
-        !self.summands.is_empty()
-    }
-
     /// The number of shards along each dimension.
     pub fn tiles_per_dim(&self) -> Vec<i64> {
         self.global
@@ -191,12 +186,9 @@ pub fn is_annotated(entry: &Function) -> bool {
 pub fn makes_unreduced(module: &Module) -> bool {
     fn unreduced(op: &crate::Op) -> bool {
         op.kind == OpKind::SdyShardingConstraint
-            && op.attributes.iter().any(|(_, value)| match value {
-                Attribute::Opaque(text) => text
-                    .match_indices("unreduced={")
-                    .any(|(i, m)| !text[i + m.len()..].trim_start().starts_with('}')),
-                _ => false,
-            })
+            && constraint_sharding(op)
+                .and_then(parse_sharding)
+                .is_some_and(|s| !s.unreduced.is_empty())
     }
     fn in_region(region: &crate::Region) -> bool {
         region.blocks.iter().flat_map(|b| &b.ops).any(|op| {
@@ -247,13 +239,6 @@ fn resolve<'a>(
     meshes: &'a [(String, Mesh)],
     text: &str,
 ) -> Result<(Sharding, std::borrow::Cow<'a, Mesh>), String> {
-    let full;
-    let text = if text.starts_with('<') {
-        full = format!("#sdy.sharding{text}");
-        &full
-    } else {
-        text
-    };
     let sharding = parse_sharding(text).ok_or_else(|| format!("cannot read `{text}`"))?;
     let mesh = match &sharding.mesh {
         MeshRef::Inline(mesh) => std::borrow::Cow::Owned(mesh.clone()),
@@ -279,35 +264,19 @@ pub fn manual_group(
 ) -> Result<Vec<usize>, String> {
     let meshes = meshes(module);
     let (_, mesh) = resolve(&meshes, text)?;
-    let size = mesh.axes.iter().try_fold(1i64, |acc, (_, s)| {
-        (*s >= 1).then(|| acc.checked_mul(*s)).flatten()
-    });
-    if size != Some(partitions as i64) {
-        let size = size.map_or("an invalid number of".to_string(), |s| s.to_string());
-        return Err(format!(
-            "a mesh of {size} devices for a program over {partitions} partitions"
-        ));
-    }
     let manual: Vec<&str> = manual.split('"').skip(1).step_by(2).collect();
     // Each partition's coordinates along the axes that are not manual.
-    let mut free = vec![Vec::new(); partitions];
-    for position in 0..partitions {
-        let device = match mesh.device_ids.get(position) {
-            Some(&d) => usize::try_from(d).map_err(|_| format!("device id {d}"))?,
-            None => position,
-        };
-        let mut rest = position as i64;
-        let mut coordinates = Vec::new();
-        for (name, s) in mesh.axes.iter().rev() {
-            if !manual.contains(&name.as_str()) {
-                coordinates.push(rest % s);
-            }
-            rest /= s;
-        }
-        *free
-            .get_mut(device)
-            .ok_or_else(|| format!("device id {device}"))? = coordinates;
-    }
+    let free: Vec<Vec<i64>> = partition_coordinates(&mesh, partitions)?
+        .into_iter()
+        .map(|coordinates| {
+            coordinates
+                .into_iter()
+                .zip(&mesh.axes)
+                .filter(|(_, (name, _))| !manual.contains(&name.as_str()))
+                .map(|(c, _)| c)
+                .collect()
+        })
+        .collect();
     let mine = free
         .get(partition)
         .ok_or_else(|| format!("partition {partition}"))?;
@@ -445,12 +414,7 @@ fn passed_sharding<'m>(
         let block = function.body.blocks.first()?;
         let op = block.ops.iter().find(|op| op.results.contains(&value))?;
         match op.kind {
-            OpKind::SdyShardingConstraint => {
-                return match op.attr("sharding")? {
-                    Attribute::Opaque(text) => Some(text.as_str().into()),
-                    _ => None,
-                };
-            }
+            OpKind::SdyShardingConstraint => return constraint_sharding(op).map(Into::into),
             OpKind::CustomCall if crate::eval::sharding_call_target(op) == Some("Sharding") => {
                 return match op.attr("mhlo.sharding")? {
                     Attribute::String(text) => Some(text.as_str().into()),
@@ -459,8 +423,7 @@ fn passed_sharding<'m>(
             }
             ref kind if crate::eval::is_manual_computation(kind) => {
                 let index = op.results.iter().position(|&r| r == value)?;
-                let mut outs = per_value(op.attr("out_shardings")?)?;
-                return (index < outs.len()).then(|| outs.swap_remove(index).into());
+                return region_sharding(op, "out_shardings", index).map(Into::into);
             }
             OpKind::UnrealizedConversionCast if op.operands.len() == 1 => value = op.operands[0],
             OpKind::Call => {
@@ -497,21 +460,28 @@ fn taken_sharding(entry: &Function, index: usize) -> Option<String> {
         let op = block.ops.iter().find(|op| op.operands.contains(&value))?;
         match op.kind {
             OpKind::UnrealizedConversionCast if op.operands.len() == 1 => value = op.results[0],
-            OpKind::SdyShardingConstraint => {
-                return match op.attr("sharding")? {
-                    Attribute::Opaque(text) => Some(text.clone()),
-                    _ => None,
-                };
-            }
+            OpKind::SdyShardingConstraint => return constraint_sharding(op).map(str::to_string),
             ref kind if crate::eval::is_manual_computation(kind) => {
                 let k = op.operands.iter().position(|&v| v == value)?;
-                let mut ins = per_value(op.attr("in_shardings")?)?;
-                return (k < ins.len()).then(|| ins.swap_remove(k));
+                return region_sharding(op, "in_shardings", k);
             }
             _ => return None,
         }
     }
     None
+}
+
+/// The sharding an `sdy.sharding_constraint` puts on its operand, as text.
+fn constraint_sharding(op: &crate::Op) -> Option<&str> {
+    match op.attr("sharding")? {
+        Attribute::Opaque(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// Sharding `index` of a `shard_map` region's `in_shardings` or `out_shardings` (`which`).
+fn region_sharding(op: &crate::Op, which: &str, index: usize) -> Option<String> {
+    per_value(op.attr(which)?)?.into_iter().nth(index)
 }
 
 /// The entry argument that result `index` of `entry` is computed from through ops whose
@@ -562,6 +532,47 @@ fn tile(
             ty.rank()
         ));
     }
+    let coordinates = partition_coordinates(mesh, partitions)?;
+    // Per dimension: the axis references and the number of shards.
+    let mut tiles = Vec::with_capacity(ty.rank());
+    let mut refs = Vec::with_capacity(ty.rank());
+    for dim in &sharding.dims {
+        let (dim_refs, count) = resolve_axes(mesh, dim)?;
+        tiles.push(count);
+        refs.push(dim_refs);
+    }
+    let (unreduced, _) = resolve_axes(mesh, &sharding.unreduced)?;
+    let local = shard_type(ty, &tiles)?;
+    let mut origins = Vec::with_capacity(partitions);
+    let mut summands = Vec::new();
+    for coordinates in &coordinates {
+        // The partition's position along a list of (sub-)axes, the first one major.
+        let along = |axes: &[AxisPart]| {
+            axes.iter().fold(0i64, |acc, a| {
+                acc * a.size + (coordinates[a.axis] / a.post) % a.size
+            })
+        };
+        origins.push(
+            refs.iter()
+                .zip(&local.shape)
+                .map(|(dim_refs, &l)| along(dim_refs) * l)
+                .collect(),
+        );
+        if !unreduced.is_empty() {
+            summands.push(along(&unreduced) as usize);
+        }
+    }
+    Ok(Tiling {
+        global: ty.clone(),
+        local,
+        origins,
+        summands,
+    })
+}
+
+/// Each partition's coordinates along the axes of `mesh` (the first axis major), by
+/// partition; an error unless the mesh places each of `partitions` partitions once.
+fn partition_coordinates(mesh: &Mesh, partitions: usize) -> Result<Vec<Vec<i64>>, String> {
     if let Some((name, s)) = mesh
         .axes
         .iter()
@@ -591,47 +602,17 @@ fn tile(
             "mesh device ids {positions:?} are not a permutation"
         ));
     }
-    // Per dimension: the axis references and the number of shards.
-    let mut tiles = Vec::with_capacity(ty.rank());
-    let mut refs = Vec::with_capacity(ty.rank());
-    for dim in &sharding.dims {
-        let (dim_refs, count) = resolve_axes(mesh, dim)?;
-        tiles.push(count);
-        refs.push(dim_refs);
-    }
-    let (unreduced, _) = resolve_axes(mesh, &sharding.unreduced)?;
-    let local = shard_type(ty, &tiles)?;
-    let mut origins = vec![Vec::new(); partitions];
-    let mut summands = vec![0usize; if unreduced.is_empty() { 0 } else { partitions }];
+    let mut out = vec![Vec::new(); partitions];
     for (position, &partition) in positions.iter().enumerate() {
-        // The position's coordinate along each mesh axis (the first axis major).
         let mut coordinates = vec![0i64; mesh.axes.len()];
         let mut rest = position as i64;
         for (a, (_, s)) in mesh.axes.iter().enumerate().rev() {
             coordinates[a] = rest % s;
             rest /= s;
         }
-        // The position along a list of (sub-)axes, the first one major.
-        let along = |axes: &[AxisPart]| {
-            axes.iter().fold(0i64, |acc, a| {
-                acc * a.size + (coordinates[a.axis] / a.post) % a.size
-            })
-        };
-        origins[partition as usize] = refs
-            .iter()
-            .zip(&local.shape)
-            .map(|(dim_refs, &l)| along(dim_refs) * l)
-            .collect();
-        if let Some(summand) = summands.get_mut(partition as usize) {
-            *summand = along(&unreduced) as usize;
-        }
+        out[partition as usize] = coordinates;
     }
-    Ok(Tiling {
-        global: ty.clone(),
-        local,
-        origins,
-        summands,
-    })
+    Ok(out)
 }
 
 /// A (sub-)axis resolved against its mesh: the mesh axis's index, the size of the part of
@@ -1078,10 +1059,12 @@ impl<'a> Text<'a> {
     }
 }
 
-/// Reads `#sdy.sharding<@mesh, [{"x"}, {}], replicated={...}, unreduced={...}>`.
+/// Reads `#sdy.sharding<@mesh, [{"x"}, {}], replicated={...}, unreduced={...}>`, or the same
+/// without its prefix as inside a per-value list.
 fn parse_sharding(text: &str) -> Option<Sharding> {
     let mut t = Text { s: text };
-    t.expect("#sdy.sharding")?;
+    // The prefix is left out inside a per-value list.
+    t.eat("#sdy.sharding");
     t.expect("<")?;
     let mesh = if t.s.trim_start().starts_with('@') {
         MeshRef::Named(t.symbol()?)
@@ -1178,6 +1161,10 @@ mod tests {
             }]
         );
         assert!(parse_sharding(r#"#sdy.sharding<@mesh, [{"x"}"#).is_none());
+        assert_eq!(
+            parse_sharding(r#"<@mesh, [{"x"}], unreduced={"y"}>"#),
+            parse_sharding(r#"#sdy.sharding<@mesh, [{"x"}], unreduced={"y"}>"#)
+        );
     }
 
     #[test]
@@ -1370,7 +1357,7 @@ mod tests {
         let sharding =
             parse_sharding(r#"#sdy.sharding<@m, [{"x"}, {}], unreduced={"y"}>"#).unwrap();
         let t = tile(&f32s(&[4, 2]), &sharding, &mesh, 8).unwrap();
-        assert!(t.is_unreduced() && !t.is_replicated());
+        assert!(!t.summands.is_empty() && !t.is_replicated());
         // Partition p is (x, y, z) = (p / 4, p / 2 % 2, p % 2).
         assert_eq!(t.summands, vec![0, 0, 1, 1, 0, 0, 1, 1]);
         assert_eq!(
