@@ -427,3 +427,59 @@ def test_a_value_made_unreduced_before_a_shard_map_is_held_by_one_device():
         env=ENV,
     )
     assert "grad [1.0] P('x', 'y')" in result.stdout, result.stdout
+
+
+def test_reduced_and_unreduced_gradients_add_up_once():
+    # Gradients through `reduced`/`unreduced` shard_map boundaries: the cotangent of a
+    # `reduced` input comes back unreduced (one summand per device), and a region run per
+    # device keeps its own summand even when the shard has the whole value's shape. Before,
+    # such a region's results were summed over the devices on every device, and a reshard
+    # added them once more: twice the gradient. Expected values are the analytic gradients.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import AxisType, PartitionSpec as P
+        mesh = jax.make_mesh((2,), ("x",), axis_types=(AxisType.Explicit,),
+                             devices=jax.devices("oxla")[:2])
+        with jax.set_mesh(mesh):
+            arr = jax.device_put(np.arange(8.0), P(reduced={"x"}))
+
+            @jax.shard_map(out_specs=P("x"))
+            def varying(v):
+                return jax.lax.pcast(v, "x", to="varying")
+
+            # sum(concat(v, v)): every element's gradient is 2.
+            for name, grad in [
+                ("eager", jax.grad(lambda v: varying(v).sum())),
+                ("jit", jax.jit(jax.grad(lambda v: varying(v).sum()))),
+                ("nested", jax.jit(jax.grad(lambda v: jax.jit(varying)(v).sum()))),
+            ]:
+                g = grad(arr)
+                whole = np.asarray(jax.reshard(g, P()))
+                print(name, g.sharding.spec, sorted(set(whole.tolist())))
+
+            x = np.arange(8.0).reshape(2, 4)
+            y = np.arange(24.0).reshape(4, 6)
+
+            @jax.shard_map(in_specs=P(), out_specs=P(reduced={"x"}))
+            def reduced(v):
+                return jax.lax.pcast(v, "x", to="reduced")
+
+            @jax.jit
+            def f(a, b):
+                return jnp.einsum("ab,bc->ac", reduced(a), b).sum()
+
+            a = jax.device_put(x, P(None, None))
+            b = jax.device_put(y, P(None, "x"))
+            print("value", float(f(a, b)) == float((x @ y).sum()))
+            g = jax.jit(jax.grad(f))(a, b)
+            print("reduced", g.sharding.spec, np.array_equal(np.asarray(g),
+                  np.broadcast_to(y.sum(axis=1), x.shape)))
+        """,
+        env=ENV,
+    )
+    out = result.stdout
+    for name in ("eager", "jit", "nested"):
+        assert f"{name} P(None, unreduced={{'x'}}) [2.0]" in out, out
+    assert "value True" in out, out
+    assert "reduced P(None, None) True" in out, out

@@ -18,7 +18,8 @@
 
 use crate::error::{ClientError, Result};
 use oxla_ir::eval::{
-    is_collective, is_manual_computation, sharding_call_target, Collectives, Exchange, ProcessId,
+    is_collective, is_manual_computation, reaches_manual_computation, sharding_call_target,
+    Collectives, Exchange, ProcessId, PER_DEVICE_REGION,
 };
 use oxla_ir::{Function, IrError, Literal, Module, OpKind, Region, TensorType, Type, ValueId};
 use std::collections::{HashMap, HashSet};
@@ -482,8 +483,11 @@ pub(crate) fn localize(
                 );
             }
             // Code on shards only (a manual region lowered without Shardy), or constants:
-            // the same on every device.
-            _ if op.operands.iter().all(|v| per_device.contains(v)) => {
+            // the same on every device. (Not a call of a function holding a region: its
+            // results are whole values, put together from every device's shards.)
+            _ if op.operands.iter().all(|v| per_device.contains(v))
+                && !reaches_manual_computation(module, op) =>
+            {
                 per_device.extend(op.results.iter().copied());
             }
             other => {
@@ -512,11 +516,22 @@ pub(crate) fn localize(
         func.ty.inputs = inputs.iter().cloned().map(Type::Tensor).collect();
         func.ty.results = outputs.iter().cloned().map(Type::Tensor).collect();
         // Each device's manual computations yield its shards: their results take the shard
-        // types, which tells the evaluator the region runs per device (whole values would
-        // be put together from every device's shards).
+        // types, and a mark tells the evaluator the region runs per device (whole values
+        // would be put together from every device's shards; the types alone cannot tell
+        // for replicated and unreduced results, whose shards have the whole value's type).
         for (value, ty) in shard_results {
             if let Some(slot) = func.values.get_mut(value.index()) {
                 *slot = Type::Tensor(ty);
+            }
+        }
+        for block in &mut func.body.blocks {
+            for op in block
+                .ops
+                .iter_mut()
+                .filter(|op| is_manual_computation(&op.kind))
+            {
+                op.attributes
+                    .push((PER_DEVICE_REGION.to_string(), oxla_ir::Attribute::Unit));
             }
         }
     }
@@ -822,6 +837,57 @@ func.func private @body(%a: tensor<1xf32>) -> tensor<1xf32> {{
         let whole = [c0[0], c1[0], c0[1], c1[1]].map(|v| v * v).to_vec();
         for (p, outs) in out.iter().enumerate() {
             assert_eq!(f32s(&outs[0]), whole, "device {p}");
+        }
+    }
+
+    #[test]
+    fn region_results_shaped_like_the_whole_value_stay_per_device_or_are_whole() {
+        let client = client(2);
+        // Run per device: a region over a constant (cut into this device's shard) and an
+        // argument's shard whose result is unreduced: a shard with the whole value's type.
+        // Each device keeps its own summand (they were summed on every device).
+        let text = r#"module {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced={"x"}>}) {
+    %0 = stablehlo.iota dim = 0 : tensor<4xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{"x"}]> : tensor<4xf32>
+    %2 = "sdy.manual_computation"(%1, %arg0) <{in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}]>, <@mesh, [{"x"}]>]>, manual_axes = #sdy<manual_axes{"x"}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{}], unreduced={"x"}>]>}> ({
+    ^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):
+      %3 = stablehlo.multiply %a, %b : tensor<2xf32>
+      "sdy.return"(%3) : (tensor<2xf32>) -> ()
+    }) : (tensor<4xf32>, tensor<4xf32>) -> tensor<2xf32>
+    return %2 : tensor<2xf32>
+  }
+}"#;
+        let exe = compile(&client, text, 1, 2);
+        let args = vec![vec![10.0, 20.0], vec![30.0, 40.0]];
+        let out = run_f32(&client, &exe, &[2], &args).unwrap();
+        assert_eq!(f32s(&out[0][0]), vec![0.0, 20.0]);
+        assert_eq!(f32s(&out[1][0]), vec![60.0, 120.0]);
+
+        // Run on whole values (a value made unreduced outside the region): a region whose
+        // operand and result have the whole value's type still hands the unreduced operand
+        // to one device and zeros to the other, so the sum inside counts it once.
+        let text = format!(
+            r#"module {{
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{}}]>}}) -> (tensor<2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{}}]>}}) {{
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<2xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{{}}], unreduced={{"x"}}> : tensor<2xf32>
+    %2 = "sdy.manual_computation"(%1) <{{in_shardings = #sdy.sharding_per_value<[<@mesh, [{{}}], unreduced={{"x"}}>]>, manual_axes = #sdy<manual_axes{{"x"}}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{{}}]>]>}}> ({{
+    ^bb0(%a: tensor<2xf32>):
+      %3 = "stablehlo.all_reduce"(%a) <{{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}}> {REDUCE_ADD} : (tensor<2xf32>) -> tensor<2xf32>
+      "sdy.return"(%3) : (tensor<2xf32>) -> ()
+    }}) : (tensor<2xf32>) -> tensor<2xf32>
+    return %2 : tensor<2xf32>
+  }}
+}}"#
+        );
+        let exe = compile(&client, &text, 1, 2);
+        let args = vec![vec![3.0, -4.0], vec![3.0, -4.0]];
+        let out = run_f32(&client, &exe, &[2], &args).unwrap();
+        for (p, outs) in out.iter().enumerate() {
+            assert_eq!(f32s(&outs[0]), vec![9.0, 16.0], "device {p}");
         }
     }
 

@@ -103,6 +103,10 @@ impl Collectives for SingleDevice {
 }
 
 const MANUAL_COMPUTATION: &str = "sdy.manual_computation";
+/// The unit attribute that marks an `sdy.manual_computation` of a program run per device on
+/// shards: its results stay this device's shards. (Its result types cannot tell when a
+/// shard has the whole value's shape: replicated and unreduced results.)
+pub const PER_DEVICE_REGION: &str = "oxla.per_device";
 const SDY_RETURN: &str = "sdy.return";
 
 /// True for the op kinds [`Interp::exec_collective`] evaluates.
@@ -144,6 +148,32 @@ pub fn is_collective(kind: &OpKind) -> bool {
 /// True for `sdy.manual_computation`.
 pub fn is_manual_computation(kind: &OpKind) -> bool {
     matches!(kind, OpKind::Other(name) if name == MANUAL_COMPUTATION)
+}
+
+/// Whether `op` is or holds an `sdy.manual_computation`, in its regions or in the functions
+/// it calls, at any depth.
+pub fn reaches_manual_computation(module: &crate::Module, op: &crate::Op) -> bool {
+    let mut called = std::collections::HashSet::new();
+    let mut stack = vec![op];
+    while let Some(op) = stack.pop() {
+        if is_manual_computation(&op.kind) {
+            return true;
+        }
+        stack.extend(
+            op.regions
+                .iter()
+                .flat_map(|r| &r.blocks)
+                .flat_map(|b| &b.ops),
+        );
+        if let Some(callee) = crate::transform::call_target(op) {
+            if called.insert(callee) {
+                if let Some(f) = module.function(callee) {
+                    stack.extend(f.body.blocks.iter().flat_map(|b| &b.ops));
+                }
+            }
+        }
+    }
+    false
 }
 
 /// The target of a sharding custom call (`Sharding`, `SPMDFullToShardShape`,
@@ -662,12 +692,14 @@ impl<'m> Interp<'m> {
         Ok(acc.remove(0))
     }
 
-    /// `sdy.manual_computation` on one device. In a program run per device on shards, the
-    /// operands are this device's shards already: the body runs on them and returns this
-    /// device's shards of the results. In a program run on whole values by every device
-    /// (the region sits among ops that are not per device), the operands are whole: this
-    /// device's shards are cut out as the op's `in_shardings` say, and the results are put
-    /// together from every device's shards as its `out_shardings` say.
+    /// `sdy.manual_computation` on one device. In a program run per device on shards (the
+    /// op carries [`PER_DEVICE_REGION`]), the operands are this device's shards already, or
+    /// values alike on every device (constants) from which its shards are cut: the body runs
+    /// on them and returns this device's shards of the results. In a program run on whole
+    /// values by every device (the region sits among ops that are not per device), the
+    /// operands are whole: this device's shards are cut out as the op's `in_shardings` say,
+    /// and the results are put together from every device's shards as its `out_shardings`
+    /// say.
     fn exec_manual_computation(
         &mut self,
         frame: &mut Frame<'m>,
@@ -678,31 +710,28 @@ impl<'m> Interp<'m> {
             .blocks
             .first()
             .ok_or_else(|| cx.invalid("the body has no block"))?;
-        let mut args = Vec::with_capacity(cx.op.operands.len());
-        let mut whole = false;
-        for (k, &id) in cx.op.operands.iter().enumerate() {
-            let value = operand(frame, cx, id)?.clone();
-            if let (Value::Tensor(lit), Some(arg)) = (&value, block.arguments.get(k)) {
-                if let Some(crate::Type::Tensor(want)) = frame.func.values.get(arg.index()) {
-                    whole |= want.is_static() && want != &lit.ty;
-                }
-            }
-            args.push(value);
-        }
-        // Operands replicated over the manual axes are the same whole or per device; then a
-        // result the body returns in shards (its type differs from the op's) tells.
-        if let Some(ret) = block.ops.last() {
-            for (j, &v) in ret.operands.iter().enumerate() {
-                if let (Some(crate::Type::Tensor(shard)), Ok(ty)) =
-                    (frame.func.values.get(v.index()), cx.result_tensor(j))
-                {
-                    whole |= shard.is_static() && shard != ty;
-                }
-            }
-        }
-        if !whole {
+        let args = cx
+            .op
+            .operands
+            .iter()
+            .map(|&id| operand(frame, cx, id).cloned())
+            .collect::<Result<Vec<_>, _>>()?;
+        let per_device = cx.op.attr(PER_DEVICE_REGION).is_some();
+        let shards_already = || {
+            args.iter()
+                .zip(&block.arguments)
+                .all(|(value, arg)| match value {
+                    Value::Tensor(lit) => {
+                        frame.func.values.get(arg.index())
+                            == Some(&crate::Type::Tensor(lit.ty.clone()))
+                    }
+                    _ => true,
+                })
+        };
+        if per_device && shards_already() {
             return self.exec_region(frame, body, args);
         }
+        let mut args = args;
         let partitions = self.collectives.num_partitions();
         let me = self.collectives.process();
         let shardings = |name: &str| {
@@ -720,12 +749,15 @@ impl<'m> Interp<'m> {
             let Value::Tensor(lit) = value else {
                 return Err(cx.invalid(format!("operand {k} is not a tensor")));
             };
-            let tiling = crate::sharding::tiling_of(self.module, text, &lit.ty, partitions)
-                .map_err(|e| unsupported(&format!("operand {k}"), e))?;
             let want = block
                 .arguments
                 .get(k)
                 .and_then(|a| frame.func.values.get(a.index()));
+            if per_device && want == Some(&crate::Type::Tensor(lit.ty.clone())) {
+                continue; // this device's shard already
+            }
+            let tiling = crate::sharding::tiling_of(self.module, text, &lit.ty, partitions)
+                .map_err(|e| unsupported(&format!("operand {k}"), e))?;
             if want != Some(&crate::Type::Tensor(tiling.local.clone())) {
                 return Err(cx.unsupported(format!(
                     "operand {k}'s shards are {}, the body takes another type",
@@ -734,6 +766,9 @@ impl<'m> Interp<'m> {
             }
             let shard = crate::sharding::shard_of(&tiling, &lit.data, me.partition as usize);
             *value = Value::Tensor(Literal::new(tiling.local, shard)?);
+        }
+        if per_device {
+            return self.exec_region(frame, body, args);
         }
         let shards = self
             .exec_region(frame, body, args)?

@@ -62,8 +62,8 @@ mod window;
 use crate::{Block, Function, IrError, Literal, Module, Op, OpKind, Region, Type, ValueId};
 pub use cache::PlanCache;
 pub use collective::{
-    is_collective, is_manual_computation, sharding_call_target, Collectives, Exchange, ProcessId,
-    SingleDevice,
+    is_collective, is_manual_computation, reaches_manual_computation, sharding_call_target,
+    Collectives, Exchange, ProcessId, SingleDevice, PER_DEVICE_REGION,
 };
 use context::OpCx;
 pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
