@@ -483,3 +483,47 @@ def test_reduced_and_unreduced_gradients_add_up_once():
         assert f"{name} P(None, unreduced={{'x'}}) [2.0]" in out, out
     assert "value True" in out, out
     assert "reduced P(None, None) True" in out, out
+
+
+def test_results_without_shardings_are_sharded_as_on_cpu():
+    # Results jit leaves to the compiler get the sharding XLA's propagation gives them from
+    # the arguments' and constraints' shardings: compared with `cpu` over four devices of
+    # its own, spec by spec, values included.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+        from jax.lax import with_sharding_constraint as wsc
+
+        def run(platform):
+            mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2,
+                                 devices=jax.devices(platform))
+            put = lambda v, spec: jax.device_put(v, NamedSharding(mesh, spec))
+            a = put(np.arange(32.0).reshape(8, 4), P("x", "y"))
+            b = put(np.arange(32.0).reshape(4, 8) / 7, P(None, "x"))
+            cases = {
+                "scaled": lambda a, b: jnp.sin(a * 2),
+                "open": lambda a, b: jnp.cos(wsc(a * 2, NamedSharding(mesh, P(P.UNCONSTRAINED, "y")))),
+                "matmul": lambda a, b: a @ b,
+                "sum0": lambda a, b: a.sum(axis=0),
+                "transposed": lambda a, b: a.T + 1,
+                "broadcast": lambda a, b: jnp.broadcast_to(a.sum(axis=0), (3, 4)),
+            }
+            out = {}
+            for name, f in cases.items():
+                r = jax.jit(f)(a, b)
+                out[name] = (str(r.sharding.spec), np.asarray(r))
+            return out
+
+        oxla, cpu = run("oxla"), run("cpu")
+        for name in cpu:
+            same = oxla[name][0] == cpu[name][0]
+            close = np.allclose(oxla[name][1], cpu[name][1], rtol=1e-5)
+            print(name, oxla[name][0], cpu[name][0], same and close)
+        """,
+        env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+    )
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 6, result.stdout
+    for line in lines:
+        assert line.endswith("True"), result.stdout

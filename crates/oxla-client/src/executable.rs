@@ -1589,6 +1589,56 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
     }
 
     #[test]
+    fn unannotated_results_take_the_shardings_propagated_to_them() {
+        // Over a 2x2 mesh ("x" major): results without a sharding of their own get the one
+        // XLA's propagation gives them from the arguments' and constraints' shardings.
+        let text = r#"
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %b: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %c: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+    %0 = stablehlo.multiply %a, %a : tensor<8x4xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {"y", ?}]> : tensor<8x4xf32>
+    %2 = stablehlo.sine %1 : tensor<8x4xf32>
+    %3 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %4 = stablehlo.reduce(%a init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<8x4xf32>, tensor<f32>) -> tensor<4xf32>
+    %5 = stablehlo.transpose %a, dims = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+    %6 = stablehlo.broadcast_in_dim %4, dims = [1] : (tensor<4xf32>) -> tensor<3x4xf32>
+    %7 = stablehlo.add %c, %a : tensor<8x4xf32>
+    %8 = stablehlo.add %c, %c : tensor<8x4xf32>
+    return %2, %3, %4, %5, %6, %7, %8 : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+  }
+}
+"#;
+        let options = crate::ClientOptions {
+            num_devices: 4,
+            ..crate::ClientOptions::default()
+        };
+        let client = crate::Client::new(&options).unwrap();
+        let compile = CompileOptions {
+            num_partitions: 4,
+            ..CompileOptions::default()
+        };
+        let exe = client.compile(text.as_bytes(), compile).unwrap();
+        let (_, outputs) = exe.executable().tilings().expect("runs on whole values");
+        let local = |i: usize| outputs[i].local.shape.clone();
+        // Partition 1 is at x = 0, y = 1.
+        let origin = |i: usize| outputs[i].origins[1].clone();
+        // The constraint's open first dimension takes "x" from the product of `a`.
+        assert_eq!((local(0), origin(0)), (vec![4, 2], vec![0, 2]));
+        // The lhs's free dimension keeps "x"; the rhs's cannot use it again.
+        assert_eq!((local(1), origin(1)), (vec![4, 8], vec![0, 0]));
+        // Summing away the dimension over "x" keeps the one over "y".
+        assert_eq!((local(2), origin(2)), (vec![2], vec![2]));
+        // Transposing moves the axes with the dimensions.
+        assert_eq!((local(3), origin(3)), (vec![2, 4], vec![2, 0]));
+        assert_eq!((local(4), origin(4)), (vec![3, 2], vec![0, 2]));
+        // A replicated operand does not hide a sharded one; two replicated give replicated.
+        assert_eq!((local(5), origin(5)), (vec![4, 2], vec![0, 2]));
+        assert!(outputs[6].is_replicated());
+    }
+
+    #[test]
     fn a_result_is_held_only_by_its_buffer_when_it_becomes_ready() {
         // Whoever the ready event wakes may drop the buffer and run again at once; its bytes
         // must then go back to the buffer cache, which needs the worker's reference gone.

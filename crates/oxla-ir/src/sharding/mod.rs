@@ -14,6 +14,8 @@
 //! Errors are descriptions of a sharding oxla cannot honour (shards of unequal size, a mesh of
 //! the wrong size).
 
+mod propagation;
+
 use crate::{Attribute, Function, Module, OpKind, TensorType, Type};
 
 /// Where the shards of one value lie: its whole type, each partition's shard type, and
@@ -148,6 +150,8 @@ struct AxisRef {
 struct Sharding {
     mesh: MeshRef,
     dims: Vec<Vec<AxisRef>>,
+    /// `open[d]`: dimension `d` is open (`{"x", ?}`): propagation may shard it further.
+    open: Vec<bool>,
     unreduced: Vec<AxisRef>,
 }
 
@@ -360,10 +364,13 @@ pub fn entry_tilings(
         .enumerate()
         .map(|(i, ty)| tiling(ty, entry.res_attrs.get(i), &format!("result {i}")))
         .collect::<Result<Vec<_>, _>>()?;
-    // A result without a sharding takes the one XLA's sharding propagation would give it:
-    // that of the constraint or the called function's signature it is returned from (what
-    // `jax.export`'s `call` leaves), else that of the argument it is computed from
+    // A result without a sharding takes the one XLA's sharding propagation would give it
+    // ([`propagation`]): that of the constraint, region or called function's signature it is
+    // returned from (what `jax.export`'s `call` leaves), or one carried to it from the
+    // shardings of the values it is computed from. Else a sharding propagation does not
+    // read (an HLO sharding string) passed to it or to the argument it is computed from
     // elementwise; otherwise it is replicated.
+    let mut propagation = propagation::Propagation::new(module, entry, &meshes);
     for (i, out) in outputs.iter_mut().enumerate() {
         let annotated = entry
             .res_attrs
@@ -377,7 +384,14 @@ pub fn entry_tilings(
                 .first()
                 .and_then(|b| b.ops.last())
                 .and_then(|ret| ret.operands.get(i).copied());
-            if let Some(text) = returned.and_then(|v| passed_sharding(module, entry, v)) {
+            // A propagated sharding that does not split the value evenly is left out (one
+            // named on the way fails below).
+            let propagated = returned
+                .and_then(|v| propagation.sharding(v))
+                .and_then(|(sharding, mesh)| tile(&out.global, &sharding, &mesh, partitions).ok());
+            if let Some(tiling) = propagated {
+                *out = tiling;
+            } else if let Some(text) = returned.and_then(|v| passed_sharding(module, entry, v)) {
                 let ty = out.global.clone();
                 *out = tiling_in(&meshes, &text, &ty, partitions)
                     .map_err(|e| format!("result {i}: {e}"))?;
@@ -1035,13 +1049,15 @@ impl<'a> Text<'a> {
     }
 
     /// `{"x", "y"}`, `{"x", ?}`, `{?}`, each optionally followed by a priority `p1`.
-    fn dim(&mut self) -> Option<Vec<AxisRef>> {
+    /// One dimension's axes, and whether it is open (`?`).
+    fn dim(&mut self) -> Option<(Vec<AxisRef>, bool)> {
         self.expect("{")?;
-        let mut axes = Vec::new();
+        let (mut axes, mut open) = (Vec::new(), false);
         if !self.eat("}") {
             loop {
                 if self.eat("?") {
                     self.expect("}")?;
+                    open = true;
                     break;
                 }
                 axes.push(self.axis_ref()?);
@@ -1055,7 +1071,7 @@ impl<'a> Text<'a> {
             self.s = &self.s[1..];
             self.int()?;
         }
-        Some(axes)
+        Some((axes, open))
     }
 }
 
@@ -1074,7 +1090,7 @@ fn parse_sharding(text: &str) -> Option<Sharding> {
     };
     t.expect(",")?;
     t.expect("[")?;
-    let dims = t.list("]", Text::dim)?;
+    let (dims, open) = t.list("]", Text::dim)?.into_iter().unzip();
     let mut unreduced = Vec::new();
     while t.eat(",") {
         let key_end = t.s.find('=')?;
@@ -1094,6 +1110,7 @@ fn parse_sharding(text: &str) -> Option<Sharding> {
     Some(Sharding {
         mesh,
         dims,
+        open,
         unreduced,
     })
 }
