@@ -65,7 +65,7 @@ impl<'m> Propagation<'m> {
         if let Some(known) = self.known.get(&value) {
             return known.clone();
         }
-        // Deep chains (unrolled loops) are cut off rather than walked recursively.
+        // The walk is recursive: past 256 ops deep (unrolled loops) it gives up.
         let found = if depth > 256 {
             None
         } else {
