@@ -104,6 +104,23 @@ def test_dce_sink_keeps_a_value_without_effect(oxla_device):
     assert jax.jit(f)(x).tolist() == [0.0, 2.0, 4.0]
 
 
+def test_layout_constraint_to_the_default_layout_passes_the_value_on(oxla_device, cpu_device):
+    # `with_sharding_constraint` to a `Format` with a concrete layout lowers to a
+    # `LayoutConstraint` custom call; row-major is the layout oxla's buffers have.
+    from jax.experimental.layout import Format, Layout
+    from jax.sharding import SingleDeviceSharding
+
+    def run(device):
+        fmt = Format(Layout(major_to_minor=(0, 1)), SingleDeviceSharding(device))
+        f = jax.jit(lambda x: jax.lax.with_sharding_constraint(x.T * 2, fmt) + 1)
+        assert "LayoutConstraint" in f.lower(np.ones((3, 4), np.float32)).as_text()
+        out = f(jax.device_put(np.arange(12, dtype=np.float32).reshape(3, 4), device))
+        assert out.format.layout.major_to_minor == (0, 1)
+        return np.asarray(out)
+
+    np.testing.assert_array_equal(run(oxla_device), run(cpu_device))
+
+
 def test_tokens_pass_through_jit_and_hold_no_value(oxla_device):
     token = jax.lax.create_token()
     assert on_device(token._buf, oxla_device)

@@ -508,6 +508,11 @@ def test_results_without_shardings_are_sharded_as_on_cpu():
                 "sum0": lambda a, b: a.sum(axis=0),
                 "transposed": lambda a, b: a.T + 1,
                 "broadcast": lambda a, b: jnp.broadcast_to(a.sum(axis=0), (3, 4)),
+                "row": lambda a, b: a[3] * 2,
+                "columns": lambda a, b: a[:, 1:3] + 1,
+                "strided": lambda a, b: a[::2, :] - 1,
+                "dynamic": lambda a, b: jax.lax.dynamic_slice_in_dim(a, b[0, 0].astype(int), 2, 1),
+                "squeezed": lambda a, b: a.reshape(8, 1, 4)[:, 0, :] * 3,
             }
             out = {}
             for name, f in cases.items():
@@ -524,6 +529,43 @@ def test_results_without_shardings_are_sharded_as_on_cpu():
         env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
     )
     lines = result.stdout.strip().splitlines()
-    assert len(lines) == 6, result.stdout
+    assert len(lines) == 11, result.stdout
     for line in lines:
         assert line.endswith("True"), result.stdout
+
+
+def test_ordered_callback_inside_shard_map_runs_once_per_device():
+    # An ordered `io_callback` threads a runtime token through the partitioned program's
+    # signature; every device's shard_map body calls it once with its own shard.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import shard_map
+        from jax.experimental import io_callback
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        def run(platform):
+            mesh = Mesh(np.array(jax.devices(platform)), ("i",))
+            seen = []
+
+            def body(x, y):
+                io_callback(lambda v: seen.append(np.asarray(v).copy()), None, x, ordered=True)
+                return x + y[..., jnp.newaxis]
+
+            f = jax.jit(shard_map(body, mesh=mesh, in_specs=(P(None, "i"), P(None)),
+                                  out_specs=P(None, "i")))
+            x = np.arange(32.0, dtype=np.float32).reshape(2, 16)
+            with jax.default_device(jax.devices(platform)[0]):
+                out = f(x, np.array([1.0, 2.0], np.float32))
+            jax.effects_barrier()
+            shards = sorted(s.tolist() for s in seen)
+            return np.asarray(out), shards
+
+        (out, shards), (want, want_shards) = run("oxla"), run("cpu")
+        print("values", np.array_equal(out, want))
+        print("calls", len(shards), len(want_shards), shards == want_shards)
+        """,
+        env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+    )
+    lines = result.stdout.strip().splitlines()
+    assert lines == ["values True", "calls 4 4 True"], result.stdout

@@ -1595,7 +1595,7 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
         let text = r#"
 module @m attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["x"=2, "y"=2]>
-  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %b: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %c: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %b: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %c: tensor<8x4xf32>, %t: !stablehlo.token) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>, tensor<4xf32>, !stablehlo.token) {
     %0 = stablehlo.multiply %a, %a : tensor<8x4xf32>
     %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {"y", ?}]> : tensor<8x4xf32>
     %2 = stablehlo.sine %1 : tensor<8x4xf32>
@@ -1606,7 +1606,10 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
     %6 = stablehlo.broadcast_in_dim %4, dims = [1] : (tensor<4xf32>) -> tensor<3x4xf32>
     %7 = stablehlo.add %c, %a : tensor<8x4xf32>
     %8 = stablehlo.add %c, %c : tensor<8x4xf32>
-    return %2, %3, %4, %5, %6, %7, %8 : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+    %9 = stablehlo.slice %a [0:8, 1:3] : (tensor<8x4xf32>) -> tensor<8x2xf32>
+    %10 = stablehlo.slice %a [2:3, 0:4] : (tensor<8x4xf32>) -> tensor<1x4xf32>
+    %11 = stablehlo.reshape %10 : (tensor<1x4xf32>) -> tensor<4xf32>
+    return %2, %3, %4, %5, %6, %7, %8, %9, %11, %t : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>, tensor<4xf32>, !stablehlo.token
   }
 }
 "#;
@@ -1636,6 +1639,16 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
         // A replicated operand does not hide a sharded one; two replicated give replicated.
         assert_eq!((local(5), origin(5)), (vec![4, 2], vec![0, 2]));
         assert!(outputs[6].is_replicated());
+        // A slice keeps the axes of the dimensions it leaves longer than one; a reshape
+        // dropping a dimension of size one keeps the others'.
+        assert_eq!((local(7), origin(7)), (vec![4, 1], vec![0, 1]));
+        assert_eq!((local(8), origin(8)), (vec![2], vec![2]));
+        // A token (an ordered effect's) is every device's, as the empty buffer it travels as.
+        let (inputs, _) = exe.executable().tilings().unwrap();
+        for tiling in [&inputs[3], &outputs[9]] {
+            assert!(tiling.is_replicated());
+            assert_eq!(tiling.global, oxla_ir::eval::token_literal().ty);
+        }
     }
 
     #[test]

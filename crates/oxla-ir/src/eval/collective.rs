@@ -746,8 +746,11 @@ impl<'m> Interp<'m> {
         }
         let unsupported = |k: &str, e: String| cx.unsupported(format!("{k}: {e}"));
         for (k, (value, text)) in args.iter_mut().zip(&ins).enumerate() {
-            let Value::Tensor(lit) = value else {
-                return Err(cx.invalid(format!("operand {k} is not a tensor")));
+            let lit = match value {
+                Value::Tensor(lit) => lit,
+                // An ordered effect's token goes in as it is.
+                Value::Token => continue,
+                Value::Tuple(_) => return Err(cx.invalid(format!("operand {k} is a tuple"))),
             };
             let want = block
                 .arguments
@@ -770,12 +773,16 @@ impl<'m> Interp<'m> {
         if per_device {
             return self.exec_region(frame, body, args);
         }
-        let shards = self
-            .exec_region(frame, body, args)?
+        // Tokens (of ordered effects) come out as they are; the tensors' shards are put
+        // together.
+        let results = self.exec_region(frame, body, args)?;
+        let is_token: Vec<bool> = results.iter().map(|v| matches!(v, Value::Token)).collect();
+        let shards = results
             .into_iter()
+            .filter(|v| !matches!(v, Value::Token))
             .map(|v| match v {
                 Value::Tensor(lit) => Ok(lit),
-                _ => Err(cx.invalid("a manual computation result is not a tensor")),
+                _ => Err(cx.invalid("a manual computation result is a tuple")),
             })
             .collect::<Result<Vec<_>, _>>()?;
         let sequence = self.collective_sequence;
@@ -807,18 +814,27 @@ impl<'m> Interp<'m> {
         };
         let all = self.checked_exchange(cx, &request, shards)?;
         let mut out = Vec::with_capacity(outs.len());
+        let mut tensor = 0;
         for (j, text) in outs.iter().enumerate() {
+            if is_token.get(j) == Some(&true) {
+                out.push(Value::Token);
+                continue;
+            }
             let ty = cx.result_tensor(j)?;
             let tiling = crate::sharding::tiling_of(self.module, text, ty, partitions)
                 .map_err(|e| unsupported(&format!("result {j}"), e))?
                 .restricted(&members);
-            if all.iter().any(|c| c[j].ty != tiling.local) {
+            if all
+                .iter()
+                .any(|c| c.get(tensor).map(|l| &l.ty) != Some(&tiling.local))
+            {
                 return Err(cx.invalid(format!(
                     "result {j}'s shards are not {} on every device",
                     tiling.local
                 )));
             }
-            let parts: Vec<&[u8]> = all.iter().map(|c| c[j].data.as_slice()).collect();
+            let parts: Vec<&[u8]> = all.iter().map(|c| c[tensor].data.as_slice()).collect();
+            tensor += 1;
             let data = crate::sharding::assemble(&tiling, &parts).ok_or_else(|| {
                 cx.unsupported(format!(
                     "result {j}'s shards cannot be summed over its unreduced axes"

@@ -333,6 +333,13 @@ fn is_dce_sink(op: &Op) -> bool {
     call_target(op) == Some("dce_sink") && op.results.is_empty()
 }
 
+/// Whether `op` is the `LayoutConstraint` custom call a `with_sharding_constraint` to a
+/// `Format` with a concrete layout lowers to: it asks for the value's physical layout, which
+/// oxla's row-major buffers do not vary, so it passes its operand on.
+fn is_layout_constraint(op: &Op) -> bool {
+    call_target(op) == Some("LayoutConstraint") && op.operands.len() == 1 && op.results.len() == 1
+}
+
 /// Whether `op` is a custom call to a target registered with [`register_host_call`].
 pub fn is_host_call(op: &Op) -> bool {
     op.kind == OpKind::CustomCall
@@ -342,13 +349,14 @@ pub fn is_host_call(op: &Op) -> bool {
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines and
 /// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`,
-/// and targets registered with [`register_host_call`]).
+/// `LayoutConstraint`, and targets registered with [`register_host_call`]).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => {
             lapack::supports(op)
                 || tridiagonal::supports(op)
                 || is_dce_sink(op)
+                || is_layout_constraint(op)
                 || sharding_call_target(op).is_some()
                 || is_host_call(op)
         }
@@ -644,6 +652,13 @@ impl<'m> Interp<'m> {
             // `lax.dce_sink` keeps its operands from being removed as dead code; it
             // computes nothing.
             K::CustomCall if is_dce_sink(op) => Vec::new(),
+            K::CustomCall if is_layout_constraint(op) => {
+                let value = tensor_operand(frame, cx, op.operands[0])?;
+                if &value.ty != cx.result_tensor(0)? {
+                    return Err(cx.invalid("LayoutConstraint changes its operand's type"));
+                }
+                vec![Value::Tensor(value.clone())]
+            }
             K::CustomCall => match call_target(op).and_then(host::host_call_handler) {
                 Some(handler) => self.exec_host_call(frame, cx, handler.as_ref())?,
                 None => {

@@ -329,6 +329,14 @@ pub fn entry_tilings(
     let tiling = |ty: &Type, attrs: Option<&Vec<(String, Attribute)>>, what: &str| {
         let ty = match ty {
             Type::Tensor(t) if t.is_static() => t,
+            // A runtime token (an ordered effect's) holds nothing to split: every partition
+            // has it, as the empty buffer it travels as.
+            Type::Token => {
+                return Ok(Tiling::replicated(
+                    &crate::eval::token_literal().ty,
+                    partitions,
+                ))
+            }
             other => return Err(format!("{what} is {other}")),
         };
         match attrs.and_then(|a| sharding_text(a)) {
@@ -349,7 +357,8 @@ pub fn entry_tilings(
     // it goes to, as XLA's sharding propagation gives it.
     for (i, input) in inputs.iter_mut().enumerate() {
         let annotated = entry.arg_attrs.get(i).and_then(|a| sharding_text(a));
-        if annotated.is_none() {
+        let token = matches!(entry.ty.inputs.get(i), Some(Type::Token));
+        if annotated.is_none() && !token {
             if let Some(text) = taken_sharding(entry, i) {
                 let ty = input.global.clone();
                 *input = tiling_in(&meshes, &text, &ty, partitions)
@@ -377,7 +386,8 @@ pub fn entry_tilings(
             .get(i)
             .and_then(|a| sharding_text(a))
             .is_some();
-        if !annotated {
+        let token = matches!(entry.ty.results.get(i), Some(Type::Token));
+        if !annotated && !token {
             let returned = entry
                 .body
                 .blocks

@@ -3,9 +3,12 @@
 //! through the ops that compute it, the way XLA's sharding propagation assigns one: ops on
 //! values of one shape keep their operands' dimension shardings, `broadcast_in_dim` and
 //! `transpose` move them with the dimensions, `dot_general` keeps the batch and free
-//! dimensions' and `reduce` the kept dimensions'. An axis shards at most one dimension: where
-//! two operands would use it twice, the first operand's use wins. Unreduced axes are not
-//! propagated (a non-linear op on a partial sum is not a partial sum of the result).
+//! dimensions' and `reduce` the kept dimensions', `slice` those of the dimensions it leaves
+//! longer than one, `dynamic_slice` and `gather` those of the dimensions they take whole,
+//! and a `reshape` that only adds or drops dimensions of size one those of the others. An
+//! axis shards at most one dimension: where two operands would use it twice, the first
+//! operand's use wins. Unreduced axes are not propagated (a non-linear op on a partial sum is
+//! not a partial sum of the result).
 //!
 //! Only the placement of the result's shards follows from this: oxla computes whole values,
 //! so a propagated sharding never changes a value.
@@ -131,6 +134,75 @@ impl<'m> Propagation<'m> {
                     .iter()
                     .map(|&p| from.dims.get(usize::try_from(p).ok()?).cloned())
                     .collect::<Option<Vec<_>>>()?;
+                Some(with_dims(from, out))
+            }
+            // A slice keeps its operand's axes on every dimension it leaves longer than one
+            // (as XLA does, strided or not; a length that does not divide evenly leaves the
+            // result replicated, as any uneven sharding does here). A dynamic slice keeps
+            // only those of the dimensions it takes whole.
+            OpKind::Slice | OpKind::DynamicSlice => {
+                let operand = *op.operands.first()?;
+                let from = self.of(operand, depth + 1)?;
+                let operand_shape = shape(operand)?;
+                let dynamic = op.kind == OpKind::DynamicSlice;
+                let out = (0..result_shape.len())
+                    .map(|d| {
+                        let keep = match dynamic {
+                            true => operand_shape.get(d) == Some(&result_shape[d]),
+                            false => result_shape[d] > 1,
+                        };
+                        match keep {
+                            true => from.dims.get(d).cloned(),
+                            false => Some(Vec::new()),
+                        }
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Some(with_dims(from, out))
+            }
+            // A gather's offset dimensions that take a whole operand dimension keep its
+            // axes (static indexing of a committed array gathers); the rest come from the
+            // indices, which shard nothing here.
+            OpKind::Gather => {
+                let operand = *op.operands.first()?;
+                let from = self.of(operand, depth + 1)?;
+                let operand_shape = shape(operand)?;
+                let offset_dims = ints("offset_dims").unwrap_or_default();
+                let sizes = ints("slice_sizes")?;
+                let dropped: Vec<i64> = ints("collapsed_slice_dims")
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(ints("operand_batching_dims").unwrap_or_default())
+                    .collect();
+                let kept = (0..operand_shape.len()).filter(|&d| !dropped.contains(&(d as i64)));
+                let mut out = vec![Vec::new(); result_shape.len()];
+                for (d, &to) in kept.zip(&offset_dims) {
+                    if sizes.get(d) == operand_shape.get(d) {
+                        *out.get_mut(usize::try_from(to).ok()?)? = from.dims.get(d)?.clone();
+                    }
+                }
+                Some(with_dims(from, out))
+            }
+            // A reshape that only adds or removes dimensions of size one keeps the axes of
+            // the others.
+            OpKind::Reshape => {
+                let operand = *op.operands.first()?;
+                let from = self.of(operand, depth + 1)?;
+                let operand_shape = shape(operand)?;
+                let real =
+                    |s: &[i64]| -> Vec<usize> { (0..s.len()).filter(|&d| s[d] != 1).collect() };
+                let (src, dst) = (real(&operand_shape), real(&result_shape));
+                let same = src.len() == dst.len()
+                    && src
+                        .iter()
+                        .zip(&dst)
+                        .all(|(&a, &b)| operand_shape[a] == result_shape[b]);
+                if !same {
+                    return None;
+                }
+                let mut out = vec![Vec::new(); result_shape.len()];
+                for (&a, &b) in src.iter().zip(&dst) {
+                    out[b] = from.dims.get(a)?.clone();
+                }
                 Some(with_dims(from, out))
             }
             OpKind::DotGeneral => {

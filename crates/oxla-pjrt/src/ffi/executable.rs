@@ -496,9 +496,13 @@ fn signature_hlo(exe: &Executable) -> Option<Vec<u8>> {
     // each value's sharding from how its per-device shape relates to the global one.
     let (global_in, global_out) = if partitions > 1 {
         let entry = exe.module().function(exe.entry_name())?;
+        // Tokens stand in as the empty buffers they travel as (written as tokens below).
         let tensors = |tys: &[oxla_ir::Type]| {
             tys.iter()
-                .map(|t| t.as_tensor().filter(|t| t.is_static()).cloned())
+                .map(|t| match t {
+                    oxla_ir::Type::Token => Some(oxla_ir::eval::token_literal().ty),
+                    t => t.as_tensor().filter(|t| t.is_static()).cloned(),
+                })
                 .collect::<Option<Vec<_>>>()
         };
         (tensors(&entry.ty.inputs)?, tensors(&entry.ty.results)?)
