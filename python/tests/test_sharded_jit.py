@@ -494,6 +494,7 @@ def test_results_without_shardings_are_sharded_as_on_cpu():
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
         from jax.lax import with_sharding_constraint as wsc
+        from jax.experimental.shard_alike import shard_alike
 
         def run(platform):
             mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2,
@@ -513,6 +514,7 @@ def test_results_without_shardings_are_sharded_as_on_cpu():
                 "strided": lambda a, b: a[::2, :] - 1,
                 "dynamic": lambda a, b: jax.lax.dynamic_slice_in_dim(a, b[0, 0].astype(int), 2, 1),
                 "squeezed": lambda a, b: a.reshape(8, 1, 4)[:, 0, :] * 3,
+                "alike": lambda a, b: shard_alike(a, jnp.arange(32.0).reshape(8, 4))[1],
             }
             out = {}
             for name, f in cases.items():
@@ -529,7 +531,7 @@ def test_results_without_shardings_are_sharded_as_on_cpu():
         env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
     )
     lines = result.stdout.strip().splitlines()
-    assert len(lines) == 11, result.stdout
+    assert len(lines) == 12, result.stdout
     for line in lines:
         assert line.endswith("True"), result.stdout
 

@@ -1595,7 +1595,7 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
         let text = r#"
 module @m attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["x"=2, "y"=2]>
-  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %b: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %c: tensor<8x4xf32>, %t: !stablehlo.token) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>, tensor<4xf32>, !stablehlo.token) {
+  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %b: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %c: tensor<8x4xf32>, %t: !stablehlo.token) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>, tensor<4xf32>, !stablehlo.token, tensor<8x4xf32>) {
     %0 = stablehlo.multiply %a, %a : tensor<8x4xf32>
     %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {"y", ?}]> : tensor<8x4xf32>
     %2 = stablehlo.sine %1 : tensor<8x4xf32>
@@ -1609,7 +1609,11 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
     %9 = stablehlo.slice %a [0:8, 1:3] : (tensor<8x4xf32>) -> tensor<8x2xf32>
     %10 = stablehlo.slice %a [2:3, 0:4] : (tensor<8x4xf32>) -> tensor<1x4xf32>
     %11 = stablehlo.reshape %10 : (tensor<1x4xf32>) -> tensor<4xf32>
-    return %2, %3, %4, %5, %6, %7, %8, %9, %11, %t : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>, tensor<4xf32>, !stablehlo.token
+    %12 = stablehlo.iota dim = 0 : tensor<8x4xf32>
+    %13 = "builtin.unrealized_conversion_cast"(%12) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    sdy.sharding_group %a group_id=0 : tensor<8x4xf32>
+    sdy.sharding_group %13 group_id=0 : tensor<8x4xf32>
+    return %2, %3, %4, %5, %6, %7, %8, %9, %11, %t, %12 : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>, tensor<4xf32>, !stablehlo.token, tensor<8x4xf32>
   }
 }
 "#;
@@ -1643,6 +1647,8 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
         // dropping a dimension of size one keeps the others'.
         assert_eq!((local(7), origin(7)), (vec![4, 1], vec![0, 1]));
         assert_eq!((local(8), origin(8)), (vec![2], vec![2]));
+        // A value grouped with `a` (`shard_alike`, through a cast) is sharded as `a` is.
+        assert_eq!((local(10), origin(10)), (vec![4, 2], vec![0, 2]));
         // A token (an ordered effect's) is every device's, as the empty buffer it travels as.
         let (inputs, _) = exe.executable().tilings().unwrap();
         for tiling in [&inputs[3], &outputs[9]] {

@@ -649,11 +649,15 @@ impl<'s, 't, 'a> Builder<'s, 't, 'a> {
                 };
                 attributes.push((attr_name.to_string(), value));
             }
-        } else if name == "sdy.sharding_constraint" {
-            // One property: the `sharding`.
+        } else if name == "sdy.sharding_constraint" || name == "sdy.sharding_group" {
+            // One property: a constraint's `sharding`, a group's `group_id`.
+            let attr_name = match name {
+                "sdy.sharding_group" => "group_id",
+                _ => "sharding",
+            };
             while !cursor.is_empty() {
                 let value = self.tables.read_attr(&mut cursor)?.into_value();
-                attributes.push(("sharding".to_string(), value));
+                attributes.push((attr_name.to_string(), value));
             }
         } else if matches!(name.split('.').next(), Some("stablehlo" | "func" | "chlo")) {
             return Err(crate::FrontendError::Unsupported {

@@ -5,7 +5,8 @@
 //! `transpose` move them with the dimensions, `dot_general` keeps the batch and free
 //! dimensions' and `reduce` the kept dimensions', `slice` those of the dimensions it leaves
 //! longer than one, `dynamic_slice` and `gather` those of the dimensions they take whole,
-//! and a `reshape` that only adds or drops dimensions of size one those of the others. An
+//! and a `reshape` that only adds or drops dimensions of size one those of the others; a
+//! value left unsharded takes the sharding of another member of its `sdy.sharding_group`. An
 //! axis shards at most one dimension: where two operands would use it twice, the first
 //! operand's use wins. Unreduced axes are not propagated (a non-linear op on a partial sum is
 //! not a partial sum of the result).
@@ -23,6 +24,8 @@ pub(super) struct Propagation<'m> {
     entry: &'m Function,
     meshes: &'m [(String, Mesh)],
     producer: HashMap<ValueId, &'m Op>,
+    /// The values of each `sdy.sharding_group` (what `shard_alike` lowers to), by group id.
+    groups: HashMap<i128, Vec<ValueId>>,
     known: HashMap<ValueId, Option<Sharding>>,
 }
 
@@ -32,7 +35,7 @@ impl<'m> Propagation<'m> {
         entry: &'m Function,
         meshes: &'m [(String, Mesh)],
     ) -> Propagation<'m> {
-        let producer = entry
+        let producer: HashMap<ValueId, &Op> = entry
             .body
             .blocks
             .first()
@@ -40,11 +43,24 @@ impl<'m> Propagation<'m> {
             .flat_map(|b| &b.ops)
             .flat_map(|op| op.results.iter().map(move |&r| (r, op)))
             .collect();
+        // A group's members are taken back through casts (JAX casts each value it groups).
+        let mut groups: HashMap<i128, Vec<ValueId>> = HashMap::new();
+        for op in entry.body.blocks.iter().flat_map(|b| &b.ops) {
+            if op.kind == OpKind::SdyShardingGroup {
+                if let (Some(&v), Some(id)) = (
+                    op.operands.first(),
+                    op.attr("group_id").and_then(|a| a.as_int()),
+                ) {
+                    groups.entry(id).or_default().push(uncast(&producer, v));
+                }
+            }
+        }
         Propagation {
             module,
             entry,
             meshes,
             producer,
+            groups,
             known: HashMap::new(),
         }
     }
@@ -68,15 +84,37 @@ impl<'m> Propagation<'m> {
         if let Some(known) = self.known.get(&value) {
             return known.clone();
         }
+        // Met again on its own way (the members of a sharding group lead to each other), a
+        // value counts as unsharded.
+        self.known.insert(value, None);
+        let sharded =
+            |s: &Sharding| s.dims.iter().any(|d| !d.is_empty()) || !s.unreduced.is_empty();
         // The walk is recursive: past 256 ops deep (unrolled loops) it gives up.
         let found = if depth > 256 {
             None
         } else {
             self.compute(value, depth)
+                .filter(sharded)
+                .or_else(|| self.grouped(value, depth))
         }
-        .filter(|s| s.dims.iter().any(|d| !d.is_empty()) || !s.unreduced.is_empty());
+        .filter(sharded);
         self.known.insert(value, found.clone());
         found
+    }
+
+    /// For a value that gets no sharding of its own: the first one another member of its
+    /// sharding group gets (`shard_alike` gives both values the sharding either has).
+    fn grouped(&mut self, value: ValueId, depth: usize) -> Option<Sharding> {
+        let value = uncast(&self.producer, value);
+        let members = self
+            .groups
+            .values()
+            .find(|members| members.contains(&value))?
+            .clone();
+        members
+            .into_iter()
+            .filter(|&m| m != value)
+            .find_map(|m| self.of(m, depth + 1))
     }
 
     fn compute(&mut self, value: ValueId, depth: usize) -> Option<Sharding> {
@@ -291,6 +329,20 @@ impl<'m> Propagation<'m> {
             _ => None,
         }
     }
+}
+
+/// `value` taken back through the casts it was made by.
+fn uncast(producer: &HashMap<ValueId, &Op>, mut value: ValueId) -> ValueId {
+    while let Some(op) = producer.get(&value) {
+        match (
+            op.kind == OpKind::UnrealizedConversionCast,
+            op.operands.as_slice(),
+        ) {
+            (true, [from]) => value = *from,
+            _ => break,
+        }
+    }
+    value
 }
 
 /// `from` with its dimension shardings replaced by `dims` (all closed).
