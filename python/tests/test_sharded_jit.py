@@ -571,3 +571,51 @@ def test_ordered_callback_inside_shard_map_runs_once_per_device():
     )
     lines = result.stdout.strip().splitlines()
     assert lines == ["values True", "calls 4 4 True"], result.stdout
+
+
+def test_callbacks_outside_shard_map_run_once_in_a_program_holding_one():
+    # A program mixing a shard_map region with other ops runs whole on every device; its
+    # callbacks outside the region run once (XLA places them on the first device), and the
+    # value an io_callback returns reaches every device.
+    result = run_python_ok(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import shard_map
+        from jax.experimental import io_callback
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        def run(platform):
+            mesh = Mesh(np.array(jax.devices(platform)), ("i",))
+            seen = []
+
+            def record(v):
+                seen.append(float(v))
+                return np.float32(v * 2)
+
+            triple = shard_map(lambda x: x * 3, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+
+            @jax.jit
+            def ordered(x):
+                s = io_callback(record, jax.ShapeDtypeStruct((), jnp.float32), x.sum(),
+                                ordered=True)
+                return triple(x) + s, s
+
+            @jax.jit
+            def unordered(x):
+                jax.debug.callback(lambda v: seen.append(-float(v)), x.max())
+                return triple(x)
+
+            x = jax.device_put(np.arange(8.0, dtype=np.float32), NamedSharding(mesh, P("i")))
+            out, s = ordered(x)
+            out2 = unordered(x)
+            jax.effects_barrier()
+            return np.asarray(out), float(s), np.asarray(out2), sorted(seen)
+
+        got, want = run("oxla"), run("cpu")
+        print("values", all(np.array_equal(a, b) for a, b in zip(got, want)))
+        print("calls", got[3], want[3])
+        """,
+        env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+    )
+    lines = result.stdout.strip().splitlines()
+    assert lines == ["values True", "calls [-7.0, 28.0] [-7.0, 28.0]"], result.stdout

@@ -114,6 +114,7 @@ impl Rendezvous {
         DeviceCollectives {
             rendezvous: self.clone(),
             process,
+            whole_program: false,
         }
     }
 
@@ -238,6 +239,19 @@ impl Rendezvous {
 pub struct DeviceCollectives {
     rendezvous: Arc<Rendezvous>,
     process: ProcessId,
+    /// See [`Collectives::whole_program_on_every_partition`].
+    whole_program: bool,
+}
+
+impl DeviceCollectives {
+    /// This view, for a program every partition runs whole (its host calls outside manual
+    /// regions run on partition 0 alone).
+    pub fn running_whole_program(self) -> DeviceCollectives {
+        DeviceCollectives {
+            whole_program: true,
+            ..self
+        }
+    }
 }
 
 impl Collectives for DeviceCollectives {
@@ -251,6 +265,10 @@ impl Collectives for DeviceCollectives {
 
     fn process(&self) -> ProcessId {
         self.process
+    }
+
+    fn whole_program_on_every_partition(&self) -> bool {
+        self.whole_program
     }
 
     fn exchange(
@@ -892,6 +910,59 @@ func.func private @body(%a: tensor<1xf32>) -> tensor<1xf32> {{
         for (p, outs) in out.iter().enumerate() {
             assert_eq!(f32s(&outs[0]), vec![9.0, 16.0], "device {p}");
         }
+    }
+
+    #[test]
+    fn host_calls_outside_regions_of_a_program_run_whole_run_once() {
+        use oxla_ir::eval::{register_host_call, unregister_host_call, HostCall};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let client = client(2);
+        // A host call beside a region: the program runs whole on both devices, the call
+        // runs on the first, and both get its result.
+        let text = r#"module {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>}) {
+    %0 = stablehlo.custom_call @oxla_test_sum_once(%arg0) {has_side_effect = true} : (tensor<4xf32>) -> tensor<f32>
+    %1 = "sdy.manual_computation"(%arg0) <{in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>, manual_axes = #sdy<manual_axes{"x"}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>}> ({
+    ^bb0(%a: tensor<2xf32>):
+      %2 = stablehlo.custom_call @oxla_test_sum_once(%a) {has_side_effect = true} : (tensor<2xf32>) -> tensor<f32>
+      %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<f32>) -> tensor<2xf32>
+      "sdy.return"(%3) : (tensor<2xf32>) -> ()
+    }) : (tensor<4xf32>) -> tensor<4xf32>
+    return %1, %0 : tensor<4xf32>, tensor<f32>
+  }
+}"#;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        register_host_call(
+            "oxla_test_sum_once",
+            Arc::new(move |call: &HostCall<'_>| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let sum: f32 = call.args[0].to_f32_vec().unwrap().iter().sum();
+                Ok(vec![Literal::from_f32(&[], &[sum]).unwrap()])
+            }),
+        );
+        let exe = compile(&client, text, 1, 2);
+        let out = run_f32(&client, &exe, &[2], &[vec![1.0, 2.0], vec![3.0, 4.0]]);
+        // Inside the region each device calls it on its shard: two more calls.
+        let calls_made = calls.load(Ordering::SeqCst);
+        register_host_call(
+            "oxla_test_sum_once",
+            Arc::new(|_: &HostCall<'_>| Err("the host refused".to_string())),
+        );
+        let refused = run_f32(&client, &exe, &[2], &[vec![0.0; 2], vec![0.0; 2]]);
+        unregister_host_call("oxla_test_sum_once");
+        let out = out.unwrap();
+        assert_eq!(calls_made, 3);
+        assert_eq!(f32s(&out[0][0]), vec![3.0, 3.0]);
+        assert_eq!(f32s(&out[1][0]), vec![7.0, 7.0]);
+        for (p, outs) in out.iter().enumerate() {
+            assert_eq!(f32s(&outs[1]), vec![10.0], "device {p}");
+        }
+        // A failed call fails every device (the others do not wait for its result).
+        let err = refused.unwrap_err();
+        assert!(err.message().contains("the host refused"), "{err}");
     }
 
     #[test]

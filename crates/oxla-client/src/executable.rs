@@ -931,8 +931,10 @@ impl LoadedExecutable {
                     (exe.clone(), gathered.tilings.clone(), slots.clone());
                 let (done, context) = (completions[p].clone(), context.clone());
                 let process = processes[p];
-                let (collectives, job_rendezvous) =
-                    (rendezvous.device(process), rendezvous.clone());
+                let (collectives, job_rendezvous) = (
+                    rendezvous.device(process).running_whole_program(),
+                    rendezvous.clone(),
+                );
                 let job = move || {
                     let result = crate::pool::catch_panic(&context, || {
                         run_gathered(&job_exe, &tilings, &slots, &collectives, &[p])

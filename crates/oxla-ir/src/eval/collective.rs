@@ -53,6 +53,13 @@ pub trait Collectives {
     fn num_partitions(&self) -> usize;
     /// The process this evaluation runs as.
     fn process(&self) -> ProcessId;
+    /// Whether every partition runs the whole program on whole values, meeting only in
+    /// the bodies of `sdy.manual_computation` regions. Host calls outside those bodies then
+    /// run once, on partition 0, which hands their results to the others (as XLA places
+    /// such a callback on the first device).
+    fn whole_program_on_every_partition(&self) -> bool {
+        false
+    }
     /// Contributes `contribution` to the collective `request` and returns the contributions of
     /// every member of `request.group`, in group order. Must fail (never block forever) when
     /// a member cannot arrive.
@@ -692,6 +699,19 @@ impl<'m> Interp<'m> {
         Ok(acc.remove(0))
     }
 
+    /// Runs a manual computation's body, counted in [`Interp::manual_regions`].
+    fn exec_manual_body(
+        &mut self,
+        frame: &mut Frame<'m>,
+        body: &'m crate::Region,
+        args: Vec<Value>,
+    ) -> Result<Vec<Value>, IrError> {
+        self.manual_regions += 1;
+        let results = self.exec_region(frame, body, args);
+        self.manual_regions -= 1;
+        results
+    }
+
     /// `sdy.manual_computation` on one device. In a program run per device on shards (the
     /// op carries [`PER_DEVICE_REGION`]), the operands are this device's shards already, or
     /// values alike on every device (constants) from which its shards are cut: the body runs
@@ -729,7 +749,7 @@ impl<'m> Interp<'m> {
                 })
         };
         if per_device && shards_already() {
-            return self.exec_region(frame, body, args);
+            return self.exec_manual_body(frame, body, args);
         }
         let mut args = args;
         let partitions = self.collectives.num_partitions();
@@ -771,11 +791,11 @@ impl<'m> Interp<'m> {
             *value = Value::Tensor(Literal::new(tiling.local, shard)?);
         }
         if per_device {
-            return self.exec_region(frame, body, args);
+            return self.exec_manual_body(frame, body, args);
         }
         // Tokens (of ordered effects) come out as they are; the tensors' shards are put
         // together.
-        let results = self.exec_region(frame, body, args)?;
+        let results = self.exec_manual_body(frame, body, args)?;
         let is_token: Vec<bool> = results.iter().map(|v| matches!(v, Value::Token)).collect();
         let shards = results
             .into_iter()

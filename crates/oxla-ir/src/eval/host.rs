@@ -104,10 +104,59 @@ impl<'m> super::Interp<'m> {
             args: &args,
             result_types: &result_types,
         };
-        Ok(run_host_call(handler, &call)
-            .map_err(|err| cx.invalid(err.to_string()))?
-            .into_iter()
-            .map(super::Value::Tensor)
-            .collect())
+        let collectives = self.collectives;
+        let once = collectives.whole_program_on_every_partition()
+            && collectives.num_partitions() > 1
+            && self.manual_regions == 0;
+        let me = collectives.process();
+        let results = if once && me.partition != 0 {
+            Vec::new()
+        } else {
+            run_host_call(handler, &call).map_err(|err| cx.invalid(err.to_string()))?
+        };
+        let results = if once {
+            self.share_from_first_partition(cx, results, &result_types)?
+        } else {
+            results
+        };
+        Ok(results.into_iter().map(super::Value::Tensor).collect())
+    }
+
+    /// Hands partition 0's `results` (the others pass none) to every partition of this
+    /// replica, through an exchange all of them reach at the same point of the program.
+    fn share_from_first_partition(
+        &mut self,
+        cx: super::OpCx<'m>,
+        results: Vec<Literal>,
+        result_types: &[TensorType],
+    ) -> Result<Vec<Literal>, IrError> {
+        let me = self.collectives.process();
+        let group: Vec<super::ProcessId> = (0..self.collectives.num_partitions() as u32)
+            .map(|partition| super::ProcessId {
+                replica: me.replica,
+                partition,
+            })
+            .collect();
+        let request = super::Exchange {
+            op: "stablehlo.custom_call",
+            sequence: self.collective_sequence,
+            group: &group,
+        };
+        self.collective_sequence += 1;
+        let all = self
+            .collectives
+            .exchange(&request, results)
+            .map_err(|e| cx.invalid(e.to_string()))?;
+        let count = all.len();
+        let first = match all.into_iter().next() {
+            Some(first) if count == group.len() => first,
+            _ => return Err(cx.invalid("the host call's results did not reach every device")),
+        };
+        if first.len() != result_types.len()
+            || first.iter().zip(result_types).any(|(l, t)| &l.ty != t)
+        {
+            return Err(cx.invalid("partition 0 handed out host call results of other types"));
+        }
+        Ok(first)
     }
 }

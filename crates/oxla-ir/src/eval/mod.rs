@@ -458,6 +458,8 @@ struct Interp<'m> {
     options: EvalOptions,
     /// Whether blocks may run row groups ([`rows`]); off inside a row group's slabs.
     row_tiling: bool,
+    /// How many `sdy.manual_computation` bodies are running (nested regions count each).
+    manual_regions: usize,
 }
 
 /// One function activation: the function and its value table.
@@ -484,6 +486,7 @@ impl<'m> Interp<'m> {
             collective_sequence: 0,
             options,
             row_tiling: true,
+            manual_regions: 0,
         }
     }
 
