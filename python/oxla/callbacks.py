@@ -129,8 +129,10 @@ def _handler(index, num_args, args, num_results, results, error, capacity):
 
 
 def _lower_callback(ctx, callback, token, operands, operand_avals, result_avals, *,
-                    has_side_effect, **_unused):
-    """``emit_python_callback`` for platform oxla: one custom call."""
+                    has_side_effect, sharding=None, **_unused):
+    """``emit_python_callback`` for platform oxla: one custom call, carrying the
+    sharding JAX gives it (a maximal one, naming the device that runs it, outside
+    ``shard_map``)."""
     from jax._src.interpreters import mlir
 
     index = _register(callback, operand_avals, result_avals)
@@ -142,6 +144,8 @@ def _lower_callback(ctx, callback, token, operands, operand_avals, result_avals,
         backend_config=str(index),
         has_side_effect=bool(has_side_effect) or not result_avals,
     )
+    if sharding is not None:
+        mlir.set_sharding(ctx.module_context, op, sharding)
     # Execution is sequential within a program, so side effects already happen
     # in program order; the token passes through unchanged.
     return list(op.results), token, None

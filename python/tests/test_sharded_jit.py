@@ -619,3 +619,37 @@ def test_callbacks_outside_shard_map_run_once_in_a_program_holding_one():
     )
     lines = result.stdout.strip().splitlines()
     assert lines == ["values True", "calls [-7.0, 28.0] [-7.0, 28.0]"], result.stdout
+
+
+def test_callbacks_carry_the_sharding_jax_gives_them():
+    # Outside shard_map, JAX gives a host callback a maximal sharding (the device that runs
+    # it); the oxla lowering carries the same annotation as cpu's, and the program runs.
+    result = run_python_ok(
+        """
+        import re
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+        def run(platform):
+            devices = jax.devices(platform)
+            mesh = Mesh(np.array(devices), ("i",))
+
+            def f(x):
+                y = jax.pure_callback(lambda v: np.asarray(v) * 2,
+                                      jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                                      sharding=SingleDeviceSharding(devices[3]))
+                return y + 1
+
+            x = jax.device_put(np.arange(8.0, dtype=np.float32), NamedSharding(mesh, P("i")))
+            text = jax.jit(f).lower(x).as_text()
+            notes = re.findall(r"sdy.sharding = #sdy.sharding_per_value<\\[[^\\]]*\\]>", text)
+            return notes, np.asarray(jax.jit(f)(x))
+
+        (notes, out), (want_notes, want) = run("oxla"), run("cpu")
+        print("notes", notes == want_notes, len(notes))
+        print("values", np.array_equal(out, want))
+        """,
+        env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+    )
+    lines = result.stdout.strip().splitlines()
+    assert lines == ["notes True 1", "values True"], result.stdout
