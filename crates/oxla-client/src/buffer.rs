@@ -59,6 +59,21 @@ impl Slot {
         })
     }
 
+    /// Blocks until the bytes are available and hands them over: taken out of the slot when
+    /// nothing else holds it (a donated buffer's), so the caller may hold the only
+    /// reference to them; shared otherwise.
+    pub(crate) fn into_data(self: Arc<Self>) -> Result<Arc<Vec<u8>>> {
+        self.event.wait()?;
+        match Arc::try_unwrap(self) {
+            Ok(mut slot) => slot.data.take().unwrap_or_else(|| {
+                Err(ClientError::Internal(
+                    "buffer event ready without data".to_string(),
+                ))
+            }),
+            Err(shared) => shared.wait(),
+        }
+    }
+
     pub(crate) fn event(&self) -> &Event {
         &self.event
     }

@@ -741,9 +741,8 @@ impl LoadedExecutable {
             if inline {
                 let context = || format!("execution of {}", exe.name());
                 let values = crate::pool::catch_panic_with(context, || {
-                    run_on_worker(&exe, &arg_slots, None)
+                    run_on_worker(&exe, arg_slots, None)
                 })?;
-                drop(arg_slots);
                 outputs.push(ready_outputs(&exe, device, values));
                 completions.push(Event::ready());
                 continue;
@@ -759,11 +758,10 @@ impl LoadedExecutable {
                 let context = || format!("execution of {}", job_exe.name());
                 let result = crate::pool::catch_panic_with(context, || match &job_rendezvous {
                     Some(rendezvous) => {
-                        run_on_worker(&job_exe, &arg_slots, Some(&rendezvous.device(process)))
+                        run_on_worker(&job_exe, arg_slots, Some(&rendezvous.device(process)))
                     }
-                    None => run_on_worker(&job_exe, &arg_slots, None),
+                    None => run_on_worker(&job_exe, arg_slots, None),
                 });
-                drop(arg_slots);
                 match (&result, &job_rendezvous) {
                     (Ok(_), Some(rendezvous)) => rendezvous.finish(process),
                     (Err(err), Some(rendezvous)) => {
@@ -814,8 +812,7 @@ impl LoadedExecutable {
         let exe = self.executable();
         let mut arg_slots = Vec::with_capacity(args.len());
         for (arg_idx, buffer) in args.iter().enumerate() {
-            let donate =
-                exe.donated_inputs()[arg_idx] && !options.non_donatable_inputs.contains(&arg_idx);
+            let donate = donates(exe, options, arg_idx, buffer);
             // The argument is named only when there is an error to report.
             let slot = if donate {
                 buffer.take_slot("")
@@ -1001,9 +998,7 @@ impl LoadedExecutable {
             }
         }
         for (arg_idx, buffer) in args.iter().enumerate() {
-            let donate =
-                exe.donated_inputs()[arg_idx] && !options.non_donatable_inputs.contains(&arg_idx);
-            if donate
+            if donates(exe, options, arg_idx, buffer)
                 && args
                     .iter()
                     .enumerate()
@@ -1019,6 +1014,15 @@ impl LoadedExecutable {
         }
         Ok(())
     }
+}
+
+/// Whether argument `arg_idx` (`buffer`) is donated to this execution: the program donates
+/// it and the caller allows it. A buffer another framework reads in place (external
+/// references, such as a NumPy view of the array) is not: its memory must stay as it is.
+fn donates(exe: &Executable, options: &ExecuteOptions, arg_idx: usize, buffer: &Buffer) -> bool {
+    exe.donated_inputs()[arg_idx]
+        && !options.non_donatable_inputs.contains(&arg_idx)
+        && buffer.external_refs() == 0
 }
 
 /// A program over several partitions that runs on whole values: the shards of each argument
@@ -1296,23 +1300,25 @@ fn distinct_outputs(results: &mut [Literal]) {
 /// devices through `collectives`, or a single-device one (`None`).
 fn run_on_worker(
     exe: &Executable,
-    arg_slots: &[Arc<Slot>],
+    arg_slots: Vec<Arc<Slot>>,
     collectives: Option<&dyn Collectives>,
 ) -> Result<Vec<Literal>> {
     let mut args = Vec::with_capacity(arg_slots.len());
-    for (slot, ty) in arg_slots.iter().zip(exe.input_types()) {
-        // The evaluator shares the buffer's bytes; an op that writes copies them first.
-        args.push(Literal::from_shared(ty.clone(), slot.wait()?)?);
+    for (slot, ty) in arg_slots.into_iter().zip(exe.input_types()) {
+        // The evaluator shares the buffer's bytes, and an op that writes copies them first;
+        // a donated buffer's slot is this execution's alone, so its bytes are handed over
+        // and may be written in place.
+        args.push(Literal::from_shared(ty.clone(), slot.into_data()?)?);
     }
     let module = exe.inner.device_module.as_ref().unwrap_or(exe.module());
     let expected: Vec<&TensorType> = exe.output_types().iter().collect();
     match collectives {
-        Some(collectives) => evaluate(exe, module, &args, collectives, &expected),
+        Some(collectives) => evaluate(exe, module, args, collectives, &expected),
         // The arguments are ready, so nothing below waits on another execution.
         None if exe.inner.on_eval_pool => oxla_ir::eval::on_eval_pool(|| {
-            evaluate(exe, module, &args, &oxla_ir::eval::SingleDevice, &expected)
+            evaluate(exe, module, args, &oxla_ir::eval::SingleDevice, &expected)
         }),
-        None => evaluate(exe, module, &args, &oxla_ir::eval::SingleDevice, &expected),
+        None => evaluate(exe, module, args, &oxla_ir::eval::SingleDevice, &expected),
     }
 }
 
@@ -1321,11 +1327,11 @@ fn run_on_worker(
 fn evaluate(
     exe: &Executable,
     module: &Module,
-    args: &[Literal],
+    args: Vec<Literal>,
     collectives: &dyn Collectives,
     expected: &[&TensorType],
 ) -> Result<Vec<Literal>> {
-    let mut results = oxla_ir::eval::run_function_cached(
+    let mut results = oxla_ir::eval::run_function_owned(
         module,
         exe.entry_name(),
         args,
@@ -1413,7 +1419,7 @@ fn run_gathered(
         args.push(Literal::from_shared(tiling.global.clone(), whole)?);
     }
     let expected: Vec<&TensorType> = tilings.outputs.iter().map(|t| &t.global).collect();
-    let results = evaluate(exe, exe.module(), &args, collectives, &expected)?;
+    let results = evaluate(exe, exe.module(), args, collectives, &expected)?;
     // Every partition's results have memory of their own, replicated ones included.
     Ok(partitions
         .iter()
@@ -1704,6 +1710,66 @@ func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
             gate.wait();
             let (ok, holders) = rx.recv().unwrap();
             assert_eq!((ok, holders), (!fail, 1), "failed run: {fail}");
+        }
+    }
+
+    #[test]
+    fn a_donated_argument_is_updated_in_place() {
+        // Rows added into a donated table: the result takes the table's memory, written in
+        // place, instead of a copy of it.
+        let client = crate::Client::new(&crate::ClientOptions::default()).unwrap();
+        let text = r#"
+func.func public @main(%t: tensor<6x3xf32> {tf.aliasing_output = 0 : i32}, %i: tensor<2x1xi32>, %u: tensor<2x3xf32>) -> tensor<6x3xf32> {
+  %0 = "stablehlo.scatter"(%t, %i, %u) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<6x3xf32>, tensor<2x1xi32>, tensor<2x3xf32>) -> tensor<6x3xf32>
+  return %0 : tensor<6x3xf32>
+}
+"#;
+        let exe = client
+            .compile(text.as_bytes(), CompileOptions::default())
+            .unwrap();
+        let device = &client.addressable_devices()[0];
+        let table: Vec<f32> = (0..18).map(|v| v as f32).collect();
+        let mut want = table.clone();
+        for (row, add) in [(4, 100.0), (1, 10.0)] {
+            for v in &mut want[row * 3..row * 3 + 3] {
+                *v += add;
+            }
+        }
+        let run = |donate: bool, viewed: bool| {
+            let t =
+                Buffer::from_literal(device, Literal::from_f32(&[6, 3], &table).unwrap()).unwrap();
+            if viewed {
+                t.increase_external_refs().unwrap();
+            }
+            let i =
+                Buffer::from_literal(device, Literal::from_i32(&[2, 1], &[4, 1]).unwrap()).unwrap();
+            let updates = [100.0f32, 100.0, 100.0, 10.0, 10.0, 10.0];
+            let u = Buffer::from_literal(device, Literal::from_f32(&[2, 3], &updates).unwrap())
+                .unwrap();
+            let address = t.data_address().unwrap();
+            let options = ExecuteOptions {
+                non_donatable_inputs: if donate { vec![] } else { vec![0] },
+                ..ExecuteOptions::default()
+            };
+            let result = exe.execute(&[vec![t.clone(), i, u]], &options).unwrap();
+            result.completions[0].wait().unwrap();
+            let out = &result.outputs[0][0];
+            assert_eq!(out.to_literal().unwrap().to_f32_vec().unwrap(), want);
+            (t, address, out.data_address().unwrap())
+        };
+        let (t, before, after) = run(true, false);
+        assert!(t.is_deleted());
+        assert_eq!(before, after, "the donated table is written in place");
+        // Not donated, or read in place by another framework (external references): the
+        // table stays as it was.
+        for (donate, viewed) in [(false, false), (true, true)] {
+            let (t, before, after) = run(donate, viewed);
+            assert_ne!(before, after);
+            assert_eq!(t.to_literal().unwrap().to_f32_vec().unwrap(), table);
         }
     }
 

@@ -262,6 +262,9 @@ fn trails(dims: &[usize], rank: usize) -> bool {
         .all(|(i, &d)| d == first.wrapping_add(i))
 }
 
+/// How many windows (or runs) ahead of the one being moved gathers and scatters prefetch.
+const PREFETCH_AHEAD: usize = 8;
+
 /// Where a window's elements lie in the operand, relative to its first element: runs of
 /// `run` contiguous elements starting at each of `starts`, in the window's row-major order.
 struct WindowRuns {
@@ -300,7 +303,15 @@ impl WindowRuns {
         let mut data = super::pool::take_for_overwrite(bases.len() * window);
         super::shape::split_bytes(&mut data, window, |at, piece| {
             let bases = &bases[at / window..];
-            for (out, &base) in piece.chunks_exact_mut(window).zip(bases) {
+            for (k, out) in piece.chunks_exact_mut(window).enumerate() {
+                // The windows a few places ahead are on their way while this one is copied.
+                if let Some(&ahead) = bases.get(k + PREFETCH_AHEAD) {
+                    for &start in &self.starts {
+                        let at = (ahead + start) * esize;
+                        oxla_simd::prefetch(&src[at..at + bytes]);
+                    }
+                }
+                let base = bases[k];
                 for (o, &start) in out.chunks_exact_mut(bytes).zip(&self.starts) {
                     let at = (base + start) * esize;
                     o.copy_from_slice(&src[at..at + bytes]);
@@ -366,18 +377,56 @@ impl WindowRuns {
         if !self.fits(acc.len(), update.len(), esize, bases) {
             return false;
         }
-        let bytes = self.run * esize;
-        let runs = update.chunks_exact(bytes.max(1));
-        let places = bases
-            .iter()
-            .flat_map(|b| self.starts.iter().map(move |&s| (b, s)));
-        for ((base, start), src) in places.zip(runs) {
-            if let Some(base) = base {
-                let at = (base + start) * esize;
-                acc[at..at + bytes].copy_from_slice(src);
-            }
-        }
+        self.for_each_place(
+            acc,
+            update,
+            esize,
+            bases,
+            || (),
+            |_, dst, src| dst.copy_from_slice(src),
+        );
         true
+    }
+
+    /// Runs `apply(state, place, run)` for each run of `update` and its place in `acc`
+    /// (both in bytes, elements of `esize`), in the order of the runs, prefetching the place
+    /// a few runs ahead. A large `acc` whose places all start at multiples of the run (rows
+    /// of a table) splits over the threads by destination: each thread takes, in order, the
+    /// runs whose places lie in its piece (runs at one place stay on one thread, in order,
+    /// so the result is the same). `state` (from `init`, one per thread) is scratch for
+    /// `apply`. The caller has checked that every run fits.
+    fn for_each_place<S>(
+        &self,
+        acc: &mut [u8],
+        update: &[u8],
+        esize: usize,
+        bases: &[Option<usize>],
+        init: impl Fn() -> S + Sync,
+        apply: impl Fn(&mut S, &mut [u8], &[u8]) + Sync,
+    ) {
+        let bytes = self.run * esize;
+        if bytes == 0 {
+            return;
+        }
+        let places: Vec<Option<usize>> = bases
+            .iter()
+            .flat_map(|b| self.starts.iter().map(move |&s| b.map(|b| (b + s) * esize)))
+            .collect();
+        let aligned = places.iter().flatten().all(|&p| p % bytes == 0);
+        let unit = if aligned { bytes } else { acc.len().max(1) };
+        super::shape::split_bytes(acc, unit, |first, piece| {
+            let mut state = init();
+            let end = first + piece.len();
+            let mine = |p: &Option<usize>| p.filter(|&p| p >= first && p < end);
+            for (k, src) in update.chunks_exact(bytes).enumerate() {
+                if let Some(ahead) = places.get(k + PREFETCH_AHEAD).and_then(mine) {
+                    oxla_simd::prefetch(&piece[ahead - first..ahead - first + bytes]);
+                }
+                if let Some(at) = places.get(k).and_then(mine) {
+                    apply(&mut state, &mut piece[at - first..at - first + bytes], src);
+                }
+            }
+        });
     }
 
     /// Whether every run lies inside an input of `acc_len` bytes and `update` (of
@@ -413,6 +462,26 @@ impl WindowRuns {
             return false;
         }
         use ElementType as E;
+        match (et, kind) {
+            // Sums (`x.at[i].add(y)`, segment sums, gradients of gathers), the common case,
+            // add in place: no copy of the old values, no kernel call per run.
+            (E::F32, OpKind::Add) => self.add_runs(acc, update, bases, |x: f32, y| x + y),
+            (E::F64, OpKind::Add) => self.add_runs(acc, update, bases, |x: f64, y| x + y),
+            (E::S32, OpKind::Add) => self.add_runs(acc, update, bases, i32::wrapping_add),
+            _ => self.combine_with_kernel(et, kind, acc, update, bases),
+        }
+    }
+
+    /// [`Self::scatter_combining`] by the elementwise kernels of `kind` on `et`.
+    fn combine_with_kernel(
+        &self,
+        et: ElementType,
+        kind: &OpKind,
+        acc: &mut [u8],
+        update: &[u8],
+        bases: &[Option<usize>],
+    ) -> bool {
+        use ElementType as E;
         match et {
             E::F32 => self.combine_runs(float_zip::<f32>, kind, acc, update, bases),
             E::F64 => self.combine_runs(float_zip::<f64>, kind, acc, update, bases),
@@ -428,39 +497,71 @@ impl WindowRuns {
         }
     }
 
+    /// Combines each run of `update` into its place in `acc` by `add(old, new)`, in place;
+    /// false, writing nothing, when `acc` cannot be viewed as elements of `T`.
+    fn add_runs<T: Plain>(
+        &self,
+        acc: &mut [u8],
+        update: &[u8],
+        bases: &[Option<usize>],
+        add: impl Fn(T, T) -> T + Sync,
+    ) -> bool {
+        if !cfg!(target_endian = "little") || bytemuck::try_cast_slice_mut::<u8, T>(acc).is_err() {
+            return false;
+        }
+        let update = super::typed::view_bytes::<T>(update);
+        let update: &[u8] = bytemuck::cast_slice(&update);
+        let size = std::mem::size_of::<T>();
+        self.for_each_place(
+            acc,
+            update,
+            size,
+            bases,
+            || (),
+            |_, dst, src| {
+                // Places are whole elements inside `acc`, which views as `T`s; `update` was
+                // made aligned above.
+                let dst: &mut [T] = bytemuck::cast_slice_mut(dst);
+                let src: &[T] = bytemuck::cast_slice(src);
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d = add(*d, s);
+                }
+            },
+        );
+        true
+    }
+
     /// [`Self::scatter_combining`] on elements of `T`, with `zip(kind, out, a, b)` the
     /// elementwise kernel; each run's old values go through a small buffer, as the kernel
     /// writes a slice other than the ones it reads.
     fn combine_runs<T: Plain>(
         &self,
-        zip: impl Fn(&OpKind, &mut [T], &[T], &[T]) -> bool,
+        zip: impl Fn(&OpKind, &mut [T], &[T], &[T]) -> bool + Sync,
         kind: &OpKind,
         acc: &mut [u8],
         update: &[u8],
         bases: &[Option<usize>],
     ) -> bool {
-        if !cfg!(target_endian = "little") {
+        let size = std::mem::size_of::<T>();
+        if !cfg!(target_endian = "little") || bytemuck::try_cast_slice_mut::<u8, T>(acc).is_err() {
             return false;
-        }
-        let Ok(acc) = bytemuck::try_cast_slice_mut::<u8, T>(acc) else {
-            return false;
-        };
-        if self.run == 0 {
-            return true;
         }
         let update = super::typed::view_bytes::<T>(update);
-        let mut old = vec![T::default(); self.run];
-        let runs = update.chunks_exact(self.run);
-        let places = bases
-            .iter()
-            .flat_map(|b| self.starts.iter().map(move |&s| (b, s)));
-        for ((base, start), src) in places.zip(runs) {
-            if let Some(base) = base {
-                let dst = &mut acc[base + start..base + start + self.run];
+        let update: &[u8] = bytemuck::cast_slice(&update);
+        let run = self.run;
+        self.for_each_place(
+            acc,
+            update,
+            size,
+            bases,
+            || vec![T::default(); run],
+            |old, dst, src| {
+                // Places are whole elements inside `acc`, which views as `T`s.
+                let dst: &mut [T] = bytemuck::cast_slice_mut(dst);
                 old.copy_from_slice(dst);
-                zip(kind, dst, &old, src);
-            }
-        }
+                zip(kind, dst, old, super::typed::view_bytes::<T>(src).as_ref());
+            },
+        );
         true
     }
 }
@@ -704,9 +805,16 @@ impl<'m> Interp<'m> {
             })
             .collect();
         let body = classify(super::body::region(cx, 0)?, n);
+        // The updates and indices taken at their last use go back to the buffer cache, as
+        // the values the interpreter frees do.
+        let recycle_rest = |updates: Vec<Literal>| {
+            updates.into_iter().for_each(super::recycle);
+            super::recycle(indices);
+        };
         if fast_paths() && n == 1 && trails(&window_dims, upd_rank) {
             let runs = WindowRuns::new(&win_ext, &win_operand_dims, &in_str);
             if let Some(lit) = runs.scatter(&body.kind, &mut inputs, &updates[0], &bases) {
+                recycle_rest(updates);
                 return Ok(vec![Value::Tensor(lit)]);
             }
         }
@@ -722,6 +830,7 @@ impl<'m> Interp<'m> {
             src += 1;
         });
         self.combine_all(frame, cx, &body, &mut inputs, &updates, &dsts, &srcs)?;
+        recycle_rest(updates);
         Ok(inputs.into_iter().map(Value::Tensor).collect())
     }
 }
@@ -819,6 +928,7 @@ mod tests {
         let region = b.region(&[s.clone(), s.clone()], |b, a| match body {
             "add" => vec![b.op(OpKind::Add, &[a[0], a[1]], s.clone(), vec![])],
             "set" => vec![a[1]],
+            "multiply" => vec![b.op(OpKind::Multiply, &[a[0], a[1]], s.clone(), vec![])],
             // old * 2 + new: not a single op, so it takes the general path.
             _ => {
                 let two = b.constant(&i32s(&[], &[2]));
@@ -862,6 +972,80 @@ mod tests {
             };
             assert_eq!(to_i32(&r[0]), want, "{body}");
         }
+    }
+
+    #[test]
+    fn large_row_scatters_split_over_threads_combine_repeats_in_order() {
+        // A table over 2 MiB (the scatter splits over the threads by rows), rows hit several
+        // times and rows outside it; each row's updates must combine in their order.
+        let (rows, width, n) = (4100usize, 160usize, 3000usize);
+        let row_of = |k: usize| -> i32 {
+            match k % 97 {
+                0 => -1,
+                1 => rows as i32,
+                _ => ((k * 7919) % 613) as i32 * 6, // repeats: 613 distinct rows
+            }
+        };
+        let idx: Vec<i32> = (0..n).map(row_of).collect();
+        let value = |k: usize, j: usize| ((k * 31 + j * 17) % 101) as f32 * 0.37 - 11.0;
+        let table: Vec<f32> = (0..rows * width).map(|e| (e % 89) as f32 * 0.5).collect();
+        let updates: Vec<f32> = (0..n * width)
+            .map(|e| value(e / width, e % width))
+            .collect();
+        let x = f32s(&[rows as i64, width as i64], &table);
+        let ix = i32s(&[n as i64, 1], &idx);
+        let u = f32s(&[n as i64, width as i64], &updates);
+        let attrs = || {
+            vec![
+                ("update_window_dims", i64s(&[1])),
+                ("inserted_window_dims", i64s(&[0])),
+                ("scatter_dims_to_operand_dims", i64s(&[0])),
+                ("index_vector_dim", int(1)),
+            ]
+        };
+        for body in ["add", "set", "multiply"] {
+            let mut want = table.clone();
+            for (k, &r) in idx.iter().enumerate() {
+                if r < 0 || r as usize >= rows {
+                    continue;
+                }
+                for j in 0..width {
+                    let (old, new) = (&mut want[r as usize * width + j], value(k, j));
+                    *old = match body {
+                        "add" => *old + new,
+                        "set" => new,
+                        _ => *old * new,
+                    };
+                }
+            }
+            let m = scatter_module(body, &x, &ix, &u, attrs());
+            let r =
+                crate::eval::run_function(&m, "main", &[x.clone(), ix.clone(), u.clone()]).unwrap();
+            let got = r[0].to_f32_vec().unwrap();
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{body}"
+            );
+        }
+        // Wrapping integer sums, through the same split.
+        let xi = i32s(
+            &[rows as i64, width as i64],
+            &vec![i32::MAX - 5; rows * width],
+        );
+        let ui = i32s(&[n as i64, width as i64], &vec![3; n * width]);
+        let m = scatter_module("add", &xi, &ix, &ui, attrs());
+        let r = crate::eval::run_function(&m, "main", &[xi.clone(), ix.clone(), ui]).unwrap();
+        let mut want = vec![i32::MAX - 5; rows * width];
+        for &r in &idx {
+            if r >= 0 && (r as usize) < rows {
+                for v in &mut want[r as usize * width..(r as usize + 1) * width] {
+                    *v = v.wrapping_add(3);
+                }
+            }
+        }
+        assert_eq!(to_i32(&r[0]), want);
     }
 
     #[test]

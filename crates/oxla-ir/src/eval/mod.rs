@@ -146,6 +146,21 @@ pub fn run_function_cached(
     options: EvalOptions,
     cache: &PlanCache,
 ) -> Result<Vec<Literal>, IrError> {
+    run_function_owned(module, name, args.to_vec(), collectives, options, cache)
+}
+
+/// [`run_function_cached`] on arguments handed over: an argument whose bytes nothing else
+/// shares (a donated buffer) may be overwritten by the ops that use it last, as the
+/// evaluator reuses its own values (a scatter or `dynamic_update_slice` into a donated
+/// array then writes in place instead of copying it first).
+pub fn run_function_owned(
+    module: &Module,
+    name: &str,
+    args: Vec<Literal>,
+    collectives: &dyn Collectives,
+    options: EvalOptions,
+    cache: &PlanCache,
+) -> Result<Vec<Literal>, IrError> {
     // Float arithmetic flushes denormals, as on XLA's CPU backend.
     let _flush = oxla_simd::FlushDenormals::new();
     let func = module.function(name).ok_or_else(|| IrError::Eval {
@@ -193,11 +208,11 @@ pub fn run_function_cached(
     }
     let mut interp = Interp::new(module, cache, collectives, options);
     let values = args
-        .iter()
+        .into_iter()
         .zip(&func.ty.inputs)
         .map(|(arg, ty)| match ty {
             Type::Token => Value::Token,
-            _ => Value::Tensor(arg.clone()),
+            _ => Value::Tensor(arg),
         })
         .collect();
     let results = interp.call(func, values)?;
