@@ -52,11 +52,7 @@ impl Slot {
     /// Blocks until the bytes are available.
     pub(crate) fn wait(&self) -> Result<Arc<Vec<u8>>> {
         self.event.wait()?;
-        self.data.get().cloned().unwrap_or_else(|| {
-            Err(ClientError::Internal(
-                "buffer event ready without data".to_string(),
-            ))
-        })
+        self.data.get().cloned().unwrap_or_else(no_data)
     }
 
     /// Blocks until the bytes are available and hands them over: taken out of the slot when
@@ -65,11 +61,7 @@ impl Slot {
     pub(crate) fn into_data(self: Arc<Self>) -> Result<Arc<Vec<u8>>> {
         self.event.wait()?;
         match Arc::try_unwrap(self) {
-            Ok(mut slot) => slot.data.take().unwrap_or_else(|| {
-                Err(ClientError::Internal(
-                    "buffer event ready without data".to_string(),
-                ))
-            }),
+            Ok(mut slot) => slot.data.take().unwrap_or_else(no_data),
             Err(shared) => shared.wait(),
         }
     }
@@ -77,6 +69,13 @@ impl Slot {
     pub(crate) fn event(&self) -> &Event {
         &self.event
     }
+}
+
+/// The error of a slot whose event is ready but holds no bytes (a broken invariant).
+fn no_data() -> Result<Arc<Vec<u8>>> {
+    Err(ClientError::Internal(
+        "buffer event ready without data".to_string(),
+    ))
 }
 
 impl Drop for Slot {

@@ -468,31 +468,16 @@ impl WindowRuns {
             (E::F32, OpKind::Add) => self.add_runs(acc, update, bases, |x: f32, y| x + y),
             (E::F64, OpKind::Add) => self.add_runs(acc, update, bases, |x: f64, y| x + y),
             (E::S32, OpKind::Add) => self.add_runs(acc, update, bases, i32::wrapping_add),
-            _ => self.combine_with_kernel(et, kind, acc, update, bases),
-        }
-    }
-
-    /// [`Self::scatter_combining`] by the elementwise kernels of `kind` on `et`.
-    fn combine_with_kernel(
-        &self,
-        et: ElementType,
-        kind: &OpKind,
-        acc: &mut [u8],
-        update: &[u8],
-        bases: &[Option<usize>],
-    ) -> bool {
-        use ElementType as E;
-        match et {
-            E::F32 => self.combine_runs(float_zip::<f32>, kind, acc, update, bases),
-            E::F64 => self.combine_runs(float_zip::<f64>, kind, acc, update, bases),
-            E::S8 => self.combine_runs(int_zip::<i8>, kind, acc, update, bases),
-            E::S16 => self.combine_runs(int_zip::<i16>, kind, acc, update, bases),
-            E::S32 => self.combine_runs(int_zip::<i32>, kind, acc, update, bases),
-            E::S64 => self.combine_runs(int_zip::<i64>, kind, acc, update, bases),
-            E::U8 => self.combine_runs(int_zip::<u8>, kind, acc, update, bases),
-            E::U16 => self.combine_runs(int_zip::<u16>, kind, acc, update, bases),
-            E::U32 => self.combine_runs(int_zip::<u32>, kind, acc, update, bases),
-            E::U64 => self.combine_runs(int_zip::<u64>, kind, acc, update, bases),
+            (E::F32, _) => self.combine_runs(float_zip::<f32>, kind, acc, update, bases),
+            (E::F64, _) => self.combine_runs(float_zip::<f64>, kind, acc, update, bases),
+            (E::S8, _) => self.combine_runs(int_zip::<i8>, kind, acc, update, bases),
+            (E::S16, _) => self.combine_runs(int_zip::<i16>, kind, acc, update, bases),
+            (E::S32, _) => self.combine_runs(int_zip::<i32>, kind, acc, update, bases),
+            (E::S64, _) => self.combine_runs(int_zip::<i64>, kind, acc, update, bases),
+            (E::U8, _) => self.combine_runs(int_zip::<u8>, kind, acc, update, bases),
+            (E::U16, _) => self.combine_runs(int_zip::<u16>, kind, acc, update, bases),
+            (E::U32, _) => self.combine_runs(int_zip::<u32>, kind, acc, update, bases),
+            (E::U64, _) => self.combine_runs(int_zip::<u64>, kind, acc, update, bases),
             _ => false,
         }
     }
@@ -506,29 +491,17 @@ impl WindowRuns {
         bases: &[Option<usize>],
         add: impl Fn(T, T) -> T + Sync,
     ) -> bool {
-        if !cfg!(target_endian = "little") || bytemuck::try_cast_slice_mut::<u8, T>(acc).is_err() {
-            return false;
-        }
-        let update = super::typed::view_bytes::<T>(update);
-        let update: &[u8] = bytemuck::cast_slice(&update);
-        let size = std::mem::size_of::<T>();
-        self.for_each_place(
+        self.for_each_typed_place(
             acc,
             update,
-            size,
             bases,
             || (),
-            |_, dst, src| {
-                // Places are whole elements inside `acc`, which views as `T`s; `update` was
-                // made aligned above.
-                let dst: &mut [T] = bytemuck::cast_slice_mut(dst);
-                let src: &[T] = bytemuck::cast_slice(src);
+            |_, dst: &mut [T], src| {
                 for (d, &s) in dst.iter_mut().zip(src) {
                     *d = add(*d, s);
                 }
             },
-        );
-        true
+        )
     }
 
     /// [`Self::scatter_combining`] on elements of `T`, with `zip(kind, out, a, b)` the
@@ -542,26 +515,44 @@ impl WindowRuns {
         update: &[u8],
         bases: &[Option<usize>],
     ) -> bool {
-        let size = std::mem::size_of::<T>();
-        if !cfg!(target_endian = "little") || bytemuck::try_cast_slice_mut::<u8, T>(acc).is_err() {
-            return false;
-        }
-        let update = super::typed::view_bytes::<T>(update);
-        let update: &[u8] = bytemuck::cast_slice(&update);
         let run = self.run;
-        self.for_each_place(
+        self.for_each_typed_place(
             acc,
             update,
-            size,
             bases,
             || vec![T::default(); run],
             |old, dst, src| {
-                // Places are whole elements inside `acc`, which views as `T`s.
-                let dst: &mut [T] = bytemuck::cast_slice_mut(dst);
                 old.copy_from_slice(dst);
-                zip(kind, dst, old, super::typed::view_bytes::<T>(src).as_ref());
+                zip(kind, dst, old, src);
             },
-        );
+        )
+    }
+
+    /// [`Self::for_each_place`] with the places and runs viewed as elements of `T`; false,
+    /// writing nothing, when `acc` cannot be viewed so.
+    fn for_each_typed_place<T: Plain, S>(
+        &self,
+        acc: &mut [u8],
+        update: &[u8],
+        bases: &[Option<usize>],
+        init: impl Fn() -> S + Sync,
+        apply: impl Fn(&mut S, &mut [T], &[T]) + Sync,
+    ) -> bool {
+        if !cfg!(target_endian = "little") || bytemuck::try_cast_slice_mut::<u8, T>(acc).is_err() {
+            return false;
+        }
+        // Aligned once here (copied only if it is not), so each run views as `T`s below.
+        let update = super::typed::view_bytes::<T>(update);
+        let update: &[u8] = bytemuck::cast_slice(&update);
+        let size = std::mem::size_of::<T>();
+        self.for_each_place(acc, update, size, bases, init, |state, dst, src| {
+            // Places are whole elements inside `acc`, which views as `T`s.
+            apply(
+                state,
+                bytemuck::cast_slice_mut(dst),
+                bytemuck::cast_slice(src),
+            )
+        });
         true
     }
 }
