@@ -29,6 +29,8 @@
 //! against the elements the code reads and writes.
 
 #[cfg(target_arch = "x86_64")]
+mod divide_by;
+#[cfg(target_arch = "x86_64")]
 mod x86;
 
 #[cfg(target_arch = "x86_64")]
@@ -146,7 +148,8 @@ pub enum Inst {
     /// (the smallest signed value by -1 gives 0); `a` for a zero divisor.
     IntRemainder(bool, u8, u8),
     /// `(signed, a, c)`: [`Inst::IntDivide`] and [`Inst::IntRemainder`] by the constant
-    /// divisor `c` (its bits), without a division.
+    /// divisor `c` (its bits), without a division: shifts for a power of two, else the
+    /// high half of a product by a multiplier, corrected and shifted.
     IntDivideBy(bool, u8, u32),
     IntRemainderBy(bool, u8, u32),
     /// Wrapping negation, and the absolute value of a signed integer (the smallest stays).

@@ -17,6 +17,7 @@
 //! A loop's function takes one pointer to [`LoopArgs`] and runs chunk by chunk, every
 //! iteration of a chunk before the next chunk (see [`assemble_loop`]).
 
+use super::divide_by::DivideBy;
 use super::{Cmp, Input, Inst, LoopBody, TileProgram, PAIRED_REGISTERS};
 use iced_x86::code_asm::*;
 use iced_x86::Instruction;
@@ -251,7 +252,10 @@ fn chunk(
     let mut a = CodeAssembler::new(64)?;
     let per_chunk = |k: usize| !hoisted[k];
     load_inputs(&mut a, r8, &program.inputs, per_chunk, masked, lanes)?;
-    body(&mut a, &program.insts, masked, lanes)?;
+    let live_out: Vec<u8> = (program.outputs.iter().copied())
+        .chain(program.row_sums.iter().map(|&(r, _)| r))
+        .collect();
+    body(&mut a, &program.insts, masked, lanes, &live_out)?;
     let compute = a.take_instructions();
     store(&mut a, r9, &program.outputs, r13, masked, lanes)?;
     Ok((compute, a.take_instructions()))
@@ -317,23 +321,31 @@ fn store(
 }
 
 /// The instructions, register to register. Lanes an instruction that may stop does not
-/// cover (only those under `k1` when `masked`) are added to `k6`.
+/// cover (only those under `k1` when `masked`) are added to `k6`. `live_out` holds the
+/// registers read after the last instruction (the outputs, the row sums, a loop's next
+/// values).
 fn body(
     a: &mut CodeAssembler,
     insts: &[(Inst, u8)],
     masked: bool,
     lanes: Lanes,
+    live_out: &[u8],
 ) -> Result<(), IcedError> {
     let z = |r: u8| ZMM[lanes.base + usize::from(r)];
     let (s0, s1) = (lanes.scratch[6], lanes.scratch[7]);
-    // The register whose lanes `masks[0]` holds as `!= 0`: the result of the last mask
-    // instruction (a compare and the like write the mask, then 1.0 under it), as long as no
-    // instruction since has written that register or the mask. A select or boolean op
-    // reading it takes the mask as it is instead of comparing the register again.
-    let mut held: Option<u8> = None;
-    for &(inst, dr) in insts {
+    let live_after = liveness(insts, live_out);
+    let mut masks = Masks::new(lanes.masks);
+    for (i, &(inst, dr)) in insts.iter().enumerate() {
         let d = z(dr);
-        let holds = |r: u8| held == Some(r);
+        let live = |r: u8| live_after[i] & (1u64 << r) != 0;
+        // Registers read as numbers get their value written first.
+        for r in numeric_sources(inst) {
+            masks.write_value(a, r, z)?;
+        }
+        match MaskUse::of(inst) {
+            MaskUse::Clobbers => masks.write_live(a, live, z)?,
+            MaskUse::Keeps | MaskUse::Reads => {}
+        }
         match inst {
             Inst::Add(x, y) => a.vaddps(d, z(x), z(y))?,
             Inst::Subtract(x, y) => a.vsubps(d, z(x), z(y))?,
@@ -387,48 +399,97 @@ fn body(
                     Cmp::Gt => GT_OQ,
                     Cmp::Ge => GE_OQ,
                 };
-                let m = lanes.masks[0];
+                let m = masks.take(a, None, live, z)?;
                 a.vcmpps(m, z(x), z(y), predicate)?;
-                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
-            Inst::Not(x) => {
-                let m = lanes.masks[0];
-                a.vcmpps(m, z(x), constant(K::Zero), EQ_OQ)?;
-                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            Inst::IntCompare(cmp, signed, x, y) => {
+                // `vpcmpd` predicates: 0 ==, 1 <, 2 <=, 4 !=, 5 >=, 6 >.
+                let predicate = match cmp {
+                    Cmp::Eq => 0,
+                    Cmp::Lt => 1,
+                    Cmp::Le => 2,
+                    Cmp::Ne => 4,
+                    Cmp::Ge => 5,
+                    Cmp::Gt => 6,
+                };
+                let m = masks.take(a, None, live, z)?;
+                if signed {
+                    a.vpcmpd(m, z(x), z(y), predicate)?;
+                } else {
+                    a.vpcmpud(m, z(x), z(y), predicate)?;
+                }
             }
             Inst::IsFinite(x) => {
                 // Finite where the exponent bits are not all ones.
-                let m = lanes.masks[0];
+                let m = masks.take(a, None, live, z)?;
                 a.vpandd(s0, z(x), constant(K::Exponent))?;
                 a.vpcmpd(m, s0, constant(K::Exponent), 4)?;
-                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
             }
-            Inst::And(x, y) => {
-                let m = lanes.masks[0];
-                // The operand whose mask is held goes first, its compare left out.
-                let (x, y) = if holds(y) { (y, x) } else { (x, y) };
-                if !holds(x) {
-                    a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
-                }
-                a.vcmpps(under_k(m, m), z(y), constant(K::Zero), NEQ_UQ)?;
-                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
+            Inst::IntToMask(x) => {
+                let m = masks.take(a, None, live, z)?;
+                a.vptestmd(m, z(x), z(x))?;
             }
-            Inst::Or(x, y) => {
-                let [m1, m2] = lanes.masks;
-                let (x, y) = if holds(y) { (y, x) } else { (x, y) };
-                if !holds(x) {
-                    a.vcmpps(m1, z(x), constant(K::Zero), NEQ_UQ)?;
+            Inst::Not(x) => match masks.slot_of(x) {
+                Some(sx) => {
+                    let m = masks.take(a, Some(sx), live, z)?;
+                    a.knotw(m, masks.regs[sx])?;
                 }
-                a.vcmpps(m2, z(y), constant(K::Zero), NEQ_UQ)?;
-                a.korw(m1, m1, m2)?;
-                a.vbroadcastss(under_zero(d, m1), dword_ptr(r15 + 4 * K::One as i32))?;
+                None => {
+                    let m = masks.take(a, None, live, z)?;
+                    a.vcmpps(m, z(x), constant(K::Zero), EQ_OQ)?;
+                }
+            },
+            Inst::And(x, y) | Inst::Or(x, y) => {
+                let or = matches!(inst, Inst::Or(..));
+                // The operand whose mask is held goes first.
+                let (x, y) = if masks.slot_of(x).is_none() {
+                    (y, x)
+                } else {
+                    (x, y)
+                };
+                match (masks.slot_of(x), masks.slot_of(y)) {
+                    (Some(sx), Some(sy)) => {
+                        let m = masks.take(a, Some(sx), live, z)?;
+                        let (kx, ky) = (masks.regs[sx], masks.regs[sy]);
+                        if or {
+                            a.korw(m, kx, ky)?;
+                        } else {
+                            a.kandw(m, kx, ky)?;
+                        }
+                    }
+                    (Some(sx), None) => {
+                        let m = masks.take(a, Some(sx), live, z)?;
+                        let kx = masks.regs[sx];
+                        if or {
+                            // `x | y` as `!(!x & y == 0)`.
+                            a.knotw(m, kx)?;
+                            a.vcmpps(under_k(m, m), z(y), constant(K::Zero), EQ_OQ)?;
+                            a.knotw(m, m)?;
+                        } else {
+                            a.vcmpps(under_k(m, kx), z(y), constant(K::Zero), NEQ_UQ)?;
+                        }
+                    }
+                    _ => {
+                        let m = masks.take(a, None, live, z)?;
+                        if or {
+                            a.vcmpps(m, z(x), constant(K::Zero), EQ_OQ)?;
+                            a.vcmpps(under_k(m, m), z(y), constant(K::Zero), EQ_OQ)?;
+                            a.knotw(m, m)?;
+                        } else {
+                            a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
+                            a.vcmpps(under_k(m, m), z(y), constant(K::Zero), NEQ_UQ)?;
+                        }
+                    }
+                }
             }
             Inst::Select(p, t, f) => {
-                let m = lanes.masks[0];
-                if !holds(p) {
-                    a.vcmpps(m, z(p), constant(K::Zero), NEQ_UQ)?;
-                }
+                let m = masks.read(a, p, live, z)?;
                 a.vblendmps(under_z(d, m), z(f), z(t))?;
+            }
+            Inst::MaskToInt(x) => {
+                // 1 (all ones shifted right by 31) where the value is not zero.
+                let m = masks.read(a, x, live, z)?;
+                a.vpsrld(under_zero(d, m), constant(K::AllOnes), 31)?;
             }
             Inst::IntAdd(x, y) => a.vpaddd(d, z(x), z(y))?,
             Inst::IntSubtract(x, y) => a.vpsubd(d, z(x), z(y))?,
@@ -461,24 +522,6 @@ fn body(
             Inst::IntRemainderBy(signed, x, c) => {
                 int_divide_by(a, lanes, d, z(x), c, signed, true)?
             }
-            Inst::IntCompare(cmp, signed, x, y) => {
-                // `vpcmpd` predicates: 0 ==, 1 <, 2 <=, 4 !=, 5 >=, 6 >.
-                let predicate = match cmp {
-                    Cmp::Eq => 0,
-                    Cmp::Lt => 1,
-                    Cmp::Le => 2,
-                    Cmp::Ne => 4,
-                    Cmp::Ge => 5,
-                    Cmp::Gt => 6,
-                };
-                let m = lanes.masks[0];
-                if signed {
-                    a.vpcmpd(m, z(x), z(y), predicate)?;
-                } else {
-                    a.vpcmpud(m, z(x), z(y), predicate)?;
-                }
-                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
-            }
             Inst::IntToF32(true, x) => a.vcvtdq2ps(d, z(x))?,
             Inst::IntToF32(false, x) => a.vcvtudq2ps(d, z(x))?,
             Inst::F32ToInt(true, x) => {
@@ -497,38 +540,81 @@ fn body(
                 a.vmaxps(s0, z(x), constant(K::Zero))?;
                 a.vcvttps2udq(d, s0)?;
             }
-            Inst::MaskToInt(x) => {
-                // 1 (all ones shifted right by 31) where the value is not zero.
-                let m = lanes.masks[0];
-                if !holds(x) {
-                    a.vcmpps(m, z(x), constant(K::Zero), NEQ_UQ)?;
-                }
-                a.vpsrld(under_zero(d, m), constant(K::AllOnes), 31)?;
-            }
             Inst::LoadScalar(k) => {
                 // `r8` holds the input pointers (tile programs only). In a pair of chunks
                 // both copies load the same pointer into `rax` before either reads it.
                 a.mov(rax, qword_ptr(r8 + 8 * i32::from(k)))?;
                 a.vbroadcastss(d, dword_ptr(rax))?;
             }
-            Inst::IntToMask(x) => {
-                let m = lanes.masks[0];
-                a.vptestmd(m, z(x), z(x))?;
-                a.vbroadcastss(under_zero(d, m), dword_ptr(r15 + 4 * K::One as i32))?;
-            }
         }
-        held = match inst {
-            // These leave `masks[0]` holding their result's lanes.
+        // `dr` holds a new value: what was known of its old one is gone.
+        match MaskUse::of(inst) {
+            MaskUse::Clobbers => masks.held = [None, None],
+            MaskUse::Keeps | MaskUse::Reads => masks.forget(dr),
+        }
+        if let Some(s) = masks.taken.take() {
+            masks.held[s] = Some(Held {
+                reg: dr,
+                written: false,
+            });
+        }
+    }
+    let live_out = register_set(live_out);
+    masks.write_live(a, |r| live_out & (1u64 << r) != 0, z)
+}
+
+/// The set of registers `regs` as bits.
+fn register_set(regs: &[u8]) -> u64 {
+    regs.iter().fold(0, |set, &r| set | 1u64 << r)
+}
+
+/// Per instruction, the registers read by a later one before being written again, or in
+/// `live_out` and not written again (program registers are below 32).
+fn liveness(insts: &[(Inst, u8)], live_out: &[u8]) -> Vec<u64> {
+    let mut live = register_set(live_out);
+    let mut after = vec![0; insts.len()];
+    for (i, (inst, dr)) in insts.iter().enumerate().rev() {
+        after[i] = live;
+        live &= !(1u64 << dr);
+        live |= register_set(&inst.sources());
+    }
+    after
+}
+
+/// The registers an instruction reads as numbers (not as masks, which boolean ops and
+/// selects take as `!= 0`).
+fn numeric_sources(inst: Inst) -> Vec<u8> {
+    match inst {
+        Inst::And(..) | Inst::Or(..) | Inst::Not(_) | Inst::MaskToInt(_) => Vec::new(),
+        Inst::Select(_, t, f) => vec![t, f],
+        _ => inst.sources(),
+    }
+}
+
+/// How an instruction treats the body's two mask registers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MaskUse {
+    /// Leaves both as they are (it writes no register but its destination).
+    Keeps,
+    /// Writes one through [`Masks::take`] or reads one through [`Masks::read`], leaving
+    /// the other as it is.
+    Reads,
+    /// Uses them as scratch.
+    Clobbers,
+}
+
+impl MaskUse {
+    fn of(inst: Inst) -> MaskUse {
+        match inst {
             Inst::Compare(..)
             | Inst::IntCompare(..)
             | Inst::Not(_)
             | Inst::IsFinite(_)
             | Inst::And(..)
             | Inst::Or(..)
-            | Inst::IntToMask(_) => Some(dr),
-            // These leave it holding the condition they read.
-            Inst::Select(p, ..) | Inst::MaskToInt(p) => Some(p).filter(|&p| p != dr),
-            // These write neither a mask register nor any register but `d`.
+            | Inst::IntToMask(_)
+            | Inst::Select(..)
+            | Inst::MaskToInt(_) => MaskUse::Reads,
             Inst::Add(..)
             | Inst::Subtract(..)
             | Inst::Multiply(..)
@@ -552,13 +638,168 @@ fn body(
             | Inst::IntNegate(_)
             | Inst::IntAbs(_)
             | Inst::IntSign(..)
+            | Inst::IntDivideBy(..)
+            | Inst::IntRemainderBy(..)
             | Inst::IntToF32(..)
             | Inst::F32ToInt(false, _)
-            | Inst::LoadScalar(_) => held.filter(|&r| r != dr),
-            _ => None,
-        };
+            | Inst::LoadScalar(_) => MaskUse::Keeps,
+            _ => MaskUse::Clobbers,
+        }
     }
-    Ok(())
+}
+
+/// A program register whose lanes a mask register holds (`!= 0`), and whether the register
+/// itself has been written (1.0 under the mask, 0.0 elsewhere).
+#[derive(Clone, Copy)]
+struct Held {
+    reg: u8,
+    written: bool,
+}
+
+/// The body's two mask registers and the values they hold. A compare and the like set a
+/// mask and leave their 1.0-or-0.0 register unwritten until something reads it as a
+/// number, an instruction uses the masks as scratch, or the body ends with it live; a
+/// select or boolean op reads a held mask as it is, so a condition only selects and
+/// combines with is never written at all.
+struct Masks {
+    regs: [AsmRegisterK; 2],
+    held: [Option<Held>; 2],
+    /// The mask [`Masks::take`] handed out for the current instruction's result.
+    taken: Option<usize>,
+    /// Which mask was taken last (the other is the one to give up first).
+    last: usize,
+}
+
+impl Masks {
+    fn new(regs: [AsmRegisterK; 2]) -> Masks {
+        Masks {
+            regs,
+            held: [None, None],
+            taken: None,
+            last: 0,
+        }
+    }
+
+    /// The mask holding register `r`'s lanes, if any.
+    fn slot_of(&self, r: u8) -> Option<usize> {
+        (0..2).find(|&s| self.held[s].is_some_and(|h| h.reg == r))
+    }
+
+    /// Writes mask `s`'s register if it has not been.
+    fn write_slot(
+        &mut self,
+        a: &mut CodeAssembler,
+        s: usize,
+        z: impl Fn(u8) -> AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
+        if let Some(h) = self.held[s].as_mut().filter(|h| !h.written) {
+            a.vbroadcastss(
+                under_zero(z(h.reg), self.regs[s]),
+                dword_ptr(r15 + 4 * K::One as i32),
+            )?;
+            h.written = true;
+        }
+        Ok(())
+    }
+
+    /// Writes register `r` if a mask holds it unwritten.
+    fn write_value(
+        &mut self,
+        a: &mut CodeAssembler,
+        r: u8,
+        z: impl Fn(u8) -> AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
+        match self.slot_of(r) {
+            Some(s) => self.write_slot(a, s, z),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes every unwritten register that `live` says is read later.
+    fn write_live(
+        &mut self,
+        a: &mut CodeAssembler,
+        live: impl Fn(u8) -> bool,
+        z: impl Fn(u8) -> AsmRegisterZmm + Copy,
+    ) -> Result<(), IcedError> {
+        for s in 0..2 {
+            if self.held[s].is_some_and(|h| live(h.reg)) {
+                self.write_slot(a, s, z)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A mask for the current instruction's result, which becomes what it holds once the
+    /// instruction is done. With `operand` (a mask the instruction reads; it is overwritten
+    /// only after being read), the other mask if it is free (holds nothing, or a value no
+    /// later instruction reads), else `operand`; without, a free one, else the one taken
+    /// longer ago. A value given up is written first if it is read later.
+    fn take(
+        &mut self,
+        a: &mut CodeAssembler,
+        operand: Option<usize>,
+        live: impl Fn(u8) -> bool + Copy,
+        z: impl Fn(u8) -> AsmRegisterZmm + Copy,
+    ) -> Result<AsmRegisterK, IcedError> {
+        let s = self.take_slot(a, operand, live, z)?;
+        self.taken = Some(s);
+        Ok(self.regs[s])
+    }
+
+    /// [`Masks::take`], returning the mask's index, holding nothing.
+    fn take_slot(
+        &mut self,
+        a: &mut CodeAssembler,
+        operand: Option<usize>,
+        live: impl Fn(u8) -> bool + Copy,
+        z: impl Fn(u8) -> AsmRegisterZmm + Copy,
+    ) -> Result<usize, IcedError> {
+        let free = |s: usize| self.held[s].is_none_or(|h| !live(h.reg));
+        let s = match operand {
+            Some(o) if free(1 - o) => 1 - o,
+            Some(o) => o,
+            None if free(1 - self.last) || !free(self.last) => 1 - self.last,
+            None => self.last,
+        };
+        if self.held[s].is_some_and(|h| live(h.reg)) {
+            self.write_slot(a, s, z)?;
+        }
+        self.held[s] = None;
+        self.last = s;
+        Ok(s)
+    }
+
+    /// A mask holding register `p`'s lanes for an instruction that reads it as a condition:
+    /// the one holding it, or one it is compared into (its register is written already).
+    fn read(
+        &mut self,
+        a: &mut CodeAssembler,
+        p: u8,
+        live: impl Fn(u8) -> bool + Copy,
+        z: impl Fn(u8) -> AsmRegisterZmm + Copy,
+    ) -> Result<AsmRegisterK, IcedError> {
+        if let Some(s) = self.slot_of(p) {
+            return Ok(self.regs[s]);
+        }
+        let s = self.take_slot(a, None, live, z)?;
+        let m = self.regs[s];
+        a.vcmpps(m, z(p), constant(K::Zero), NEQ_UQ)?;
+        self.held[s] = Some(Held {
+            reg: p,
+            written: true,
+        });
+        Ok(m)
+    }
+
+    /// Register `r` is written: no mask holds its lanes any more.
+    fn forget(&mut self, r: u8) {
+        for h in &mut self.held {
+            if h.is_some_and(|h| h.reg == r) {
+                *h = None;
+            }
+        }
+    }
 }
 
 /// `d = x / y` (or the remainder `x - (x / y) y` when `remainder`) on 32-bit integers, as
@@ -651,28 +892,11 @@ fn narrow_quotient(
     Ok(())
 }
 
-/// The f64 that `x / c` is computed as `x * r` with, for a nonzero 32-bit divisor `c`:
-/// `1 / c` rounded away from zero. For `|x| < 2^32` the product is then at least the exact
-/// quotient in magnitude (an integer quotient stays that integer: it is representable and
-/// the exact product is not below it), and its excess, under `|x / c| 2^-51`, stays below
-/// the `1 / |c|` that separates a non-integer quotient from the next integer, so the
-/// product truncates to the truncated quotient.
-fn reciprocal_away_from_zero(c: f64) -> f64 {
-    let r = 1.0 / c.abs();
-    // Rounded down when `r c - 1`, computed exactly by the fused multiply-add, is negative.
-    let r = if r.mul_add(c.abs(), -1.0) < 0.0 {
-        f64::from_bits(r.to_bits() + 1)
-    } else {
-        r
-    };
-    r.copysign(c)
-}
-
 /// `d = x / c` (or the remainder `x - (x / c) c` when `remainder`) for the constant 32-bit
-/// divisor `c`, as `Inst::IntDivideBy` and `Inst::IntRemainderBy` describe: as
-/// [`int_divide`], with the division a product by [`reciprocal_away_from_zero`]. A zero
-/// divisor gives all ones (the quotient) or `x` (the remainder). Reads `x` before writing
-/// `d`.
+/// divisor `c`, as `Inst::IntDivideBy` and `Inst::IntRemainderBy` describe, by the sequence
+/// [`DivideBy`] picks: a copy, a negation, shifts for a power of two, or the high halves of
+/// products by a multiplier ([`multiply_high`]) corrected and shifted. A zero divisor gives
+/// all ones (the quotient) or `x` (the remainder). Reads `x` before writing `d`.
 fn int_divide_by(
     a: &mut CodeAssembler,
     lanes: Lanes,
@@ -682,41 +906,110 @@ fn int_divide_by(
     signed: bool,
     remainder: bool,
 ) -> Result<(), IcedError> {
-    let [xs, q, xd, part, t, r, _, _] = lanes.scratch;
-    if c == 0 {
+    let [t, u, m, q, _, _, _, _] = lanes.scratch;
+    let division = DivideBy::new(c, signed);
+    if division == DivideBy::Zero {
         return if remainder {
             a.vmovdqa32(d, x)
         } else {
             a.vpternlogd(d, d, d, 0xff)
         };
     }
-    let divisor = if signed {
-        f64::from(c as i32)
-    } else {
-        f64::from(c)
-    };
-    a.mov(rax, reciprocal_away_from_zero(divisor).to_bits())?;
-    a.vpbroadcastq(r, rax)?;
-    a.vmovdqa32(xs, x)?;
-    for half in 0..2 {
-        let xh = if half == 0 {
-            low_half(xs)
-        } else {
-            a.vextracti64x4(low_half(xd), xs, 1)?;
-            low_half(xd)
-        };
-        widen_int(a, xd, xh, signed)?;
-        a.vmulpd(xd, xd, r)?;
-        narrow_quotient(a, xd, half, q, part, signed)?;
-    }
+    // `x` is read to the end and `d` written last, so the two may be one register.
+    quotient_by(a, q, x, division, [t, u, m])?;
     if remainder {
-        a.mov(eax, c)?;
-        a.vpbroadcastd(t, eax)?;
-        a.vpmulld(t, q, t)?;
-        a.vpsubd(d, xs, t)
+        match division {
+            DivideBy::SignedPowerOfTwo(k) | DivideBy::UnsignedPowerOfTwo(k) => {
+                a.vpslld(t, q, k as i32)?
+            }
+            _ => {
+                a.mov(eax, c)?;
+                a.vpbroadcastd(t, eax)?;
+                a.vpmulld(t, q, t)?;
+            }
+        }
+        a.vpsubd(d, x, t)
     } else {
         a.vmovdqa32(d, q)
     }
+}
+
+/// `q = xs / c` by the sequence `division` stands for; `t`, `u` and `m` are scratch.
+fn quotient_by(
+    a: &mut CodeAssembler,
+    q: AsmRegisterZmm,
+    xs: AsmRegisterZmm,
+    division: DivideBy,
+    [t, u, m]: [AsmRegisterZmm; 3],
+) -> Result<(), IcedError> {
+    match division {
+        // XLA's quotient by zero (the callers give it without coming here).
+        DivideBy::Zero => a.vpternlogd(q, q, q, 0xff)?,
+        DivideBy::One => a.vmovdqa32(q, xs)?,
+        DivideBy::MinusOne => {
+            a.vpxord(q, q, q)?;
+            a.vpsubd(q, q, xs)?;
+        }
+        DivideBy::SignedPowerOfTwo(k) => {
+            a.vpsrad(t, xs, 31)?;
+            a.vpsrld(t, t, 32 - k as i32)?;
+            a.vpaddd(t, t, xs)?;
+            a.vpsrad(q, t, k as i32)?;
+        }
+        DivideBy::UnsignedPowerOfTwo(k) => a.vpsrld(q, xs, k as i32)?,
+        DivideBy::Signed { magic, add, shift } => {
+            multiply_high(a, q, xs, magic as u32, true, [m, t, u])?;
+            match add {
+                1.. => a.vpaddd(q, q, xs)?,
+                0 => {}
+                _ => a.vpsubd(q, q, xs)?,
+            }
+            if shift > 0 {
+                a.vpsrad(q, q, shift as i32)?;
+            }
+            // Plus one where negative: toward zero.
+            a.vpsrld(t, q, 31)?;
+            a.vpaddd(q, q, t)?;
+        }
+        DivideBy::Unsigned { magic, add, shift } => {
+            multiply_high(a, q, xs, magic, false, [m, t, u])?;
+            if add {
+                a.vpsubd(t, xs, q)?;
+                a.vpsrld(t, t, 1)?;
+                a.vpaddd(t, t, q)?;
+                a.vpsrld(q, t, shift as i32 - 1)?;
+            } else if shift > 0 {
+                a.vpsrld(q, q, shift as i32)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `d` = the high 32 bits of each lane's 64-bit product `x * magic` (signed or unsigned):
+/// the even lanes' products and the odd lanes' (shifted down into the even places) are
+/// taken in 64-bit lanes, their high halves gathered by one `vshufps` (even, even, odd, odd
+/// in each 128-bit lane) and put in order by one `vpshufd`. `m`, `even` and `odd` are scratch.
+fn multiply_high(
+    a: &mut CodeAssembler,
+    d: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    magic: u32,
+    signed: bool,
+    [m, even, odd]: [AsmRegisterZmm; 3],
+) -> Result<(), IcedError> {
+    a.mov(eax, magic)?;
+    a.vpbroadcastd(m, eax)?;
+    a.vpsrlq(odd, x, 32)?;
+    if signed {
+        a.vpmuldq(even, x, m)?;
+        a.vpmuldq(odd, odd, m)?;
+    } else {
+        a.vpmuludq(even, x, m)?;
+        a.vpmuludq(odd, odd, m)?;
+    }
+    a.vshufps(d, even, odd, 0xdd)?;
+    a.vpshufd(d, d, 0xd8)
 }
 
 /// `vcmpps` predicates (ordered and quiet, except `!=`, which is true for NaN).
@@ -1709,7 +2002,8 @@ fn assemble_loop(body: &LoopBody) -> Result<Vec<u8>, IcedError> {
     a.mov(rdx, r11)?;
     a.set_label(&mut iteration)?;
     start_check(&mut a, stops)?;
-    self::body(&mut a, &body.insts, true, lanes)?;
+    let nexts: Vec<u8> = body.carried.iter().map(|&(_, next)| next).collect();
+    self::body(&mut a, &body.insts, true, lanes, &nexts)?;
     end_check(&mut a, stops, stop)?;
     if through_scratch {
         for (k, &(_, next)) in body.carried.iter().enumerate() {

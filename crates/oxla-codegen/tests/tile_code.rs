@@ -144,8 +144,10 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
         Inst::Negate(a) => -g(a),
         Inst::Abs(a) => g(a).abs(),
         Inst::Sqrt(a) => g(a).sqrt(),
-        Inst::Floor(a) => flushed(g(a)).floor(),
-        Inst::Ceil(a) => flushed(g(a)).ceil(),
+        // The rounding instruction returns a signaling NaN quieted, as XLA's does (a libm
+        // `floor` may return it as it is).
+        Inst::Floor(a) => quieted(flushed(g(a)).floor()),
+        Inst::Ceil(a) => quieted(flushed(g(a)).ceil()),
         Inst::Rsqrt(a) => 1.0 / g(a).sqrt(),
         // Checked against the evaluator's own functions in oxla-ir, which define them.
         Inst::Exp(_)
@@ -165,6 +167,15 @@ fn eval(inst: Inst, r: &[f32]) -> f32 {
 fn flushed(v: f32) -> f32 {
     if v.is_subnormal() {
         0.0f32.copysign(v)
+    } else {
+        v
+    }
+}
+
+/// `v` with a NaN's quiet bit set.
+fn quieted(v: f32) -> f32 {
+    if v.is_nan() {
+        f32::from_bits(v.to_bits() | 0x0040_0000)
     } else {
         v
     }
@@ -345,19 +356,28 @@ fn registers_at(p: &TileProgram, inputs: &[Vec<f32>], i: usize, row_len: usize) 
 
 #[test]
 fn generated_code_computes_the_scalar_bits() {
-    compare_random_programs(7, 8, 16, false);
+    compare_random_programs(7, 8, 16, false, 12);
 }
 
 #[test]
 fn masks_passed_between_instructions_give_the_scalar_bits() {
     // Few registers and many mask instructions: results land on their own operands and on
-    // registers whose mask an earlier instruction left behind.
-    compare_random_programs(8, 3, 5, true);
+    // registers whose mask an earlier instruction left behind; long programs, where
+    // conditions outlive the two mask registers and are given up and read again.
+    compare_random_programs(8, 3, 5, true, 12);
+    compare_random_programs(9, 4, 6, true, 30);
 }
 
-/// Compiles 600 random programs (results in `min_regs..min_regs + spread` registers) and
-/// checks every element they compute against the scalar evaluation.
-fn compare_random_programs(seed: u64, min_regs: u8, spread: usize, masks_often: bool) {
+/// Compiles 600 random programs of up to `max_insts` instructions (results in
+/// `min_regs..min_regs + spread` registers) and checks every element they compute against
+/// the scalar evaluation.
+fn compare_random_programs(
+    seed: u64,
+    min_regs: u8,
+    spread: usize,
+    masks_often: bool,
+    max_insts: usize,
+) {
     if !available() {
         eprintln!("no code generator on this machine: nothing to compare");
         return;
@@ -366,7 +386,7 @@ fn compare_random_programs(seed: u64, min_regs: u8, spread: usize, masks_often: 
     let mut compared = 0usize;
     for case in 0..600 {
         let n_inputs = 1 + rng.below(5);
-        let n_insts = 1 + rng.below(12);
+        let n_insts = 1 + rng.below(max_insts);
         let regs = min_regs + rng.below(spread) as u8;
         let p = program_with(&mut rng, n_inputs, n_insts, regs, masks_often);
         let code = TileCode::compile(&p).expect("a program within the register budget compiles");
@@ -681,6 +701,88 @@ fn integer_division_by_constants_matches_division() {
                     "signed {signed}: {:#x} by {c:#x}",
                     xs[i].to_bits()
                 );
+            }
+        }
+    }
+}
+
+#[test]
+fn floor_quotients_and_remainders_by_constants_match_the_scalar_bits() {
+    if !available() {
+        return;
+    }
+    // `x // c` and `x % c` as `jnp` lowers them: the truncated quotient and remainder, the
+    // conditions for a step toward minus infinity (combined, and kept only for a select),
+    // and the corrected values; in the second program the quotient's register is written
+    // over early.
+    let mut rng = Rng(11);
+    for c in [7i32, -7, 3, 8, -8, 1, -1, 1000, i32::MIN, i32::MAX, 65536] {
+        for signed in [true, false] {
+            let c = c as u32;
+            let sign_c = if signed {
+                (c as i32).signum() as u32
+            } else {
+                1
+            };
+            let inputs = vec![(Input::Stream, 0), (Input::Scalar, 1), (Input::Scalar, 2)];
+            let floor_div = vec![
+                (Inst::IntDivideBy(signed, 0, c), 3),
+                (Inst::IntSign(signed, 0), 4),
+                (Inst::IntCompare(Cmp::Ne, signed, 4, 2), 5),
+                (Inst::IntRemainderBy(signed, 0, c), 6),
+                (Inst::IntCompare(Cmp::Ne, signed, 6, 1), 7),
+                (Inst::And(5, 7), 5),
+                (Inst::IntSubtract(3, 2), 4),
+                (Inst::Select(5, 4, 3), 3),
+            ];
+            let mut clobbered = floor_div.clone();
+            clobbered.insert(1, (Inst::IntAdd(3, 2), 3));
+            let modulo = vec![
+                (Inst::IntRemainderBy(signed, 0, c), 3),
+                (Inst::IntCompare(Cmp::Ne, signed, 3, 1), 4),
+                (Inst::IntCompare(Cmp::Lt, signed, 3, 1), 5),
+                (Inst::And(5, 4), 6),
+                (Inst::IntAdd(3, 2), 7),
+                (Inst::Select(6, 7, 3), 4),
+            ];
+            for (insts, outputs) in [
+                (floor_div, vec![3, 6, 5]),
+                (clobbered, vec![3, 6]),
+                (modulo, vec![4, 6]),
+            ] {
+                let p = TileProgram {
+                    inputs: inputs.clone(),
+                    insts,
+                    outputs,
+                    row_sums: Vec::new(),
+                };
+                let code = TileCode::compile(&p).expect("compiles");
+                let mut xs: Vec<u32> =
+                    vec![0, 1, u32::MAX, 1 << 31, (1 << 31) - 1, c, c.wrapping_neg()];
+                xs.extend((0..300).map(|_| rng.next() as u32 | (rng.next() as u32) << 31));
+                xs.extend((0..100).map(|_| (rng.below(4001) as i32 - 2000) as u32));
+                let inputs = vec![
+                    xs.iter().map(|&x| f32::from_bits(x)).collect::<Vec<f32>>(),
+                    vec![f32::from_bits(0)],
+                    vec![f32::from_bits(sign_c)],
+                ];
+                let len = xs.len();
+                let mut outs = vec![vec![0.0f32; len]; p.outputs.len()];
+                let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
+                let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+                assert_eq!(code.run(&input_refs, &mut out_refs, 0, len, len), Some(len));
+                for i in 0..len {
+                    let regs = registers_at(&p, &inputs, i, len);
+                    for (k, &r) in p.outputs.iter().enumerate() {
+                        assert_eq!(
+                            outs[k][i].to_bits(),
+                            regs[usize::from(r)].to_bits(),
+                            "{:#x} by {c:#x} (signed {signed}), output {k} of {:?}",
+                            xs[i],
+                            p.insts
+                        );
+                    }
+                }
             }
         }
     }
