@@ -169,11 +169,10 @@ fn inclusive<T: Copy, F: Fn(T, T) -> T>(
             (true, b) if b + 1 == n_blocks => None,
             (true, b) => Some(&scanned[(b + 1) * inner..(b + 2) * inner]),
         };
-        for row in ob.chunks_mut(inner) {
-            match carry {
-                Some(c) => combine_row(row, c, f),
-                None => row.iter_mut().for_each(|v| *v = f(*v, init)),
-            }
+        match (carry, inner) {
+            (Some(&[c]), 1) => ob.iter_mut().for_each(|v| *v = f(*v, c)),
+            (Some(c), _) => ob.chunks_mut(inner).for_each(|row| combine_row(row, c, f)),
+            (None, _) => ob.iter_mut().for_each(|v| *v = f(*v, init)),
         }
     }
 }
@@ -191,6 +190,23 @@ fn fold_block<T: Copy, F: Fn(T, T) -> T>(
     out: &mut [T],
 ) {
     let n = x.len() / inner;
+    if inner == 1 {
+        // One lane per row (a scan along the last axis): the same folds on scalars, with
+        // no row slices to copy or check.
+        if !reverse {
+            let mut acc = init;
+            for (o, &v) in out.iter_mut().zip(x) {
+                acc = f(acc, v);
+                *o = acc;
+            }
+        } else {
+            for (i, o) in out.iter_mut().enumerate().take(n) {
+                let acc = x[i..].iter().fold(init, |acc, &v| f(acc, v));
+                *o = (0..pad).fold(acc, |acc, _| f(acc, init));
+            }
+        }
+        return;
+    }
     if !reverse {
         out[..inner].fill(init);
         combine_row(&mut out[..inner], &x[..inner], f);
