@@ -244,15 +244,23 @@ fn resolve<'a>(
     text: &str,
 ) -> Result<(Sharding, std::borrow::Cow<'a, Mesh>), String> {
     let sharding = parse_sharding(text).ok_or_else(|| format!("cannot read `{text}`"))?;
-    let mesh = match &sharding.mesh {
-        MeshRef::Inline(mesh) => std::borrow::Cow::Owned(mesh.clone()),
+    let mesh = mesh_of(meshes, &sharding.mesh)?;
+    Ok((sharding, mesh))
+}
+
+/// The mesh `mesh` names among `meshes` (or holds inline).
+fn mesh_of<'a>(
+    meshes: &'a [(String, Mesh)],
+    mesh: &MeshRef,
+) -> Result<std::borrow::Cow<'a, Mesh>, String> {
+    match mesh {
+        MeshRef::Inline(mesh) => Ok(std::borrow::Cow::Owned(mesh.clone())),
         MeshRef::Named(name) => meshes
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, m)| std::borrow::Cow::Borrowed(m))
-            .ok_or_else(|| format!("mesh @{name} is not declared"))?,
-    };
-    Ok((sharding, mesh))
+            .ok_or_else(|| format!("mesh @{name} is not declared")),
+    }
 }
 
 /// The partitions holding the same values as `partition` around a `shard_map` region over

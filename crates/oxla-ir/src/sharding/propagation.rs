@@ -14,7 +14,9 @@
 //! Only the placement of the result's shards follows from this: oxla computes whole values,
 //! so a propagated sharding never changes a value.
 
-use super::{passed_sharding, sharding_text, taken_sharding, AxisRef, Mesh, MeshRef, Sharding};
+use super::{
+    mesh_of, passed_sharding, sharding_text, taken_sharding, AxisRef, Mesh, MeshRef, Sharding,
+};
 use crate::{Function, Module, Op, OpKind, Type, ValueId};
 use std::collections::HashMap;
 
@@ -69,14 +71,7 @@ impl<'m> Propagation<'m> {
     /// (it is replicated) or the way there is not followed.
     pub(super) fn sharding(&mut self, value: ValueId) -> Option<(Sharding, Mesh)> {
         let sharding = self.of(value, 0)?;
-        let mesh = match &sharding.mesh {
-            MeshRef::Inline(mesh) => mesh.clone(),
-            MeshRef::Named(name) => self
-                .meshes
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, m)| m.clone())?,
-        };
+        let mesh = mesh_of(self.meshes, &sharding.mesh).ok()?.into_owned();
         Some((sharding, mesh))
     }
 
