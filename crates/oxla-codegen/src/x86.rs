@@ -342,9 +342,9 @@ fn body(
         for r in numeric_sources(inst) {
             masks.write_value(a, r, z)?;
         }
-        match MaskUse::of(inst) {
-            MaskUse::Clobbers => masks.write_live(a, live, z)?,
-            MaskUse::Keeps | MaskUse::Reads => {}
+        let mask_use = MaskUse::of(inst);
+        if mask_use == MaskUse::Clobbers {
+            masks.write_live(a, live, z)?;
         }
         match inst {
             Inst::Add(x, y) => a.vaddps(d, z(x), z(y))?,
@@ -548,7 +548,7 @@ fn body(
             }
         }
         // `dr` holds a new value: what was known of its old one is gone.
-        match MaskUse::of(inst) {
+        match mask_use {
             MaskUse::Clobbers => masks.held = [None, None],
             MaskUse::Keeps | MaskUse::Reads => masks.forget(dr),
         }
@@ -908,13 +908,6 @@ fn int_divide_by(
 ) -> Result<(), IcedError> {
     let [t, u, m, q, _, _, _, _] = lanes.scratch;
     let division = DivideBy::new(c, signed);
-    if division == DivideBy::Zero {
-        return if remainder {
-            a.vmovdqa32(d, x)
-        } else {
-            a.vpternlogd(d, d, d, 0xff)
-        };
-    }
     // `x` is read to the end and `d` written last, so the two may be one register.
     quotient_by(a, q, x, division, [t, u, m])?;
     if remainder {
@@ -934,35 +927,35 @@ fn int_divide_by(
     }
 }
 
-/// `q = xs / c` by the sequence `division` stands for; `t`, `u` and `m` are scratch.
+/// `q = x / c` by the sequence `division` stands for (all ones for a zero divisor, as XLA
+/// gives; the remainder `x - q * 0` is then `x`); `t`, `u` and `m` are scratch.
 fn quotient_by(
     a: &mut CodeAssembler,
     q: AsmRegisterZmm,
-    xs: AsmRegisterZmm,
+    x: AsmRegisterZmm,
     division: DivideBy,
     [t, u, m]: [AsmRegisterZmm; 3],
 ) -> Result<(), IcedError> {
     match division {
-        // XLA's quotient by zero (the callers give it without coming here).
         DivideBy::Zero => a.vpternlogd(q, q, q, 0xff)?,
-        DivideBy::One => a.vmovdqa32(q, xs)?,
+        DivideBy::One => a.vmovdqa32(q, x)?,
         DivideBy::MinusOne => {
             a.vpxord(q, q, q)?;
-            a.vpsubd(q, q, xs)?;
+            a.vpsubd(q, q, x)?;
         }
         DivideBy::SignedPowerOfTwo(k) => {
-            a.vpsrad(t, xs, 31)?;
+            a.vpsrad(t, x, 31)?;
             a.vpsrld(t, t, 32 - k as i32)?;
-            a.vpaddd(t, t, xs)?;
+            a.vpaddd(t, t, x)?;
             a.vpsrad(q, t, k as i32)?;
         }
-        DivideBy::UnsignedPowerOfTwo(k) => a.vpsrld(q, xs, k as i32)?,
+        DivideBy::UnsignedPowerOfTwo(k) => a.vpsrld(q, x, k as i32)?,
         DivideBy::Signed { magic, add, shift } => {
-            multiply_high(a, q, xs, magic as u32, true, [m, t, u])?;
+            multiply_high(a, q, x, magic as u32, true, [m, t, u])?;
             match add {
-                1.. => a.vpaddd(q, q, xs)?,
+                1.. => a.vpaddd(q, q, x)?,
                 0 => {}
-                _ => a.vpsubd(q, q, xs)?,
+                _ => a.vpsubd(q, q, x)?,
             }
             if shift > 0 {
                 a.vpsrad(q, q, shift as i32)?;
@@ -972,9 +965,9 @@ fn quotient_by(
             a.vpaddd(q, q, t)?;
         }
         DivideBy::Unsigned { magic, add, shift } => {
-            multiply_high(a, q, xs, magic, false, [m, t, u])?;
+            multiply_high(a, q, x, magic, false, [m, t, u])?;
             if add {
-                a.vpsubd(t, xs, q)?;
+                a.vpsubd(t, x, q)?;
                 a.vpsrld(t, t, 1)?;
                 a.vpaddd(t, t, q)?;
                 a.vpsrld(q, t, shift as i32 - 1)?;
