@@ -1193,12 +1193,25 @@ fn runs_inline(module: &oxla_ir::Module) -> bool {
                     return false;
                 }
                 budget.ops -= 1;
-                let written: u64 = op.results.iter().filter_map(ty).map(elements).sum();
+                // A scatter with a replacing or one-op body copies its inputs and then
+                // writes each update element once: elementwise work over both.
+                let cheap_scatter = oxla_ir::eval::is_cheap_scatter(op);
+                let mut written: u64 = op.results.iter().filter_map(ty).map(elements).sum();
+                if cheap_scatter {
+                    let updates = op.operands.len().div_ceil(2);
+                    let update_elements: u64 = op.operands[updates..]
+                        .iter()
+                        .filter_map(ty)
+                        .map(elements)
+                        .sum();
+                    written = written.saturating_add(update_elements);
+                }
                 match budget.elements.checked_sub(written) {
                     Some(left) => budget.elements = left,
                     None => return false,
                 }
                 if heavy(&op.kind)
+                    && !cheap_scatter
                     && op
                         .operands
                         .iter()
@@ -1871,6 +1884,30 @@ func.func public @main(%a: tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32> {{
         };
         assert!(inline(&product(16)));
         assert!(!inline(&product(512)));
+        // A scatter that replaces (or adds) a window of a large input is a copy and a
+        // write: it runs inline. One whose body takes several ops runs per element, so
+        // on a large input it does not.
+        let scatter = |body: &str| {
+            format!(
+                "
+func.func public @main(%a: tensor<1024x1024xf32>, %u: tensor<100x850xf32>) -> tensor<1024x1024xf32> {{
+  %i = stablehlo.constant dense<[100, 50]> : tensor<2xi32>
+  %0 = \"stablehlo.scatter\"(%a, %i, %u) <{{indices_are_sorted = true, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1]>, unique_indices = true}}> ({{
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    {body}
+  }}) : (tensor<1024x1024xf32>, tensor<2xi32>, tensor<100x850xf32>) -> tensor<1024x1024xf32>
+  return %0 : tensor<1024x1024xf32>
+}}
+"
+            )
+        };
+        assert!(inline(&scatter("stablehlo.return %y : tensor<f32>")));
+        assert!(inline(&scatter(
+            "%s = stablehlo.add %x, %y : tensor<f32>\n    stablehlo.return %s : tensor<f32>"
+        )));
+        assert!(!inline(&scatter(
+            "%s = stablehlo.add %x, %y : tensor<f32>\n    %t = stablehlo.multiply %s, %y : tensor<f32>\n    stablehlo.return %t : tensor<f32>"
+        )));
         // A counted loop (constant start, bound and step) of little work runs inline, and
         // gives the same answer; the same loop with a million trips does not.
         let counted = |trips: u32| {

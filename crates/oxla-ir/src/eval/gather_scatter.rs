@@ -172,6 +172,85 @@ fn batch_starts(
     })
 }
 
+/// What a start outside `0..=highest` does: moves to the nearest end (gather) or drops
+/// the batch position (scatter).
+#[derive(Clone, Copy, PartialEq)]
+enum OutOfRange {
+    Clamp,
+    Skip,
+}
+
+/// The batch shape and, per batch position, the flat operand offset of its window (each
+/// start in `0..=highest` of its dim, or handled by `out_of_range`, times the operand's
+/// `strides`), read straight from the index values when each index vector is contiguous
+/// (`index_vector_dim` last, or implicit) and names distinct dims: `x[i]`, `take`, row
+/// lookups and row updates, without the general path's per-position start vectors. `None`
+/// for other layouts and element types (and for any malformed attribute, which the general
+/// path reports).
+fn contiguous_bases(
+    indices: &Literal,
+    index_vector_dim: i64,
+    start_map: &[usize],
+    highest: &[Option<i128>],
+    strides: &[usize],
+    out_of_range: OutOfRange,
+) -> Option<(Vec<usize>, Vec<Option<usize>>)> {
+    fn bases<T: Plain + Into<i128>>(
+        data: &[u8],
+        dims: &[(i128, usize)],
+        out_of_range: OutOfRange,
+    ) -> Vec<Option<usize>> {
+        let values = super::typed::view_bytes::<T>(data);
+        let offset = |v: T, &(hi, stride): &(i128, usize)| {
+            let v: i128 = v.into();
+            if (0..=hi).contains(&v) {
+                Some(v as usize * stride)
+            } else if out_of_range == OutOfRange::Clamp {
+                Some(v.clamp(0, hi.max(0)) as usize * stride)
+            } else {
+                None
+            }
+        };
+        match dims {
+            [dim] => values.iter().map(|&v| offset(v, dim)).collect(),
+            _ => values
+                .chunks_exact(dims.len())
+                .map(|vector| vector.iter().zip(dims).map(|(&v, d)| offset(v, d)).sum())
+                .collect(),
+        }
+    }
+    let shape = extents(&indices.ty.shape);
+    let ivd = usize::try_from(index_vector_dim).ok()?;
+    let batch_shape = match ivd.cmp(&shape.len()) {
+        std::cmp::Ordering::Equal if start_map.len() == 1 => shape.clone(),
+        std::cmp::Ordering::Less if ivd + 1 == shape.len() && shape[ivd] == start_map.len() => {
+            shape[..ivd].to_vec()
+        }
+        _ => return None,
+    };
+    let distinct = start_map
+        .iter()
+        .enumerate()
+        .all(|(i, d)| !start_map[..i].contains(d));
+    if start_map.is_empty() || !distinct {
+        return None;
+    }
+    let dims: Vec<(i128, usize)> = start_map
+        .iter()
+        .map(|&d| Some((highest.get(d).copied().flatten()?, *strides.get(d)?)))
+        .collect::<Option<_>>()?;
+    use ElementType as E;
+    let data = &indices.data;
+    let bases = match indices.ty.element_type {
+        E::S32 => bases::<i32>(data, &dims, out_of_range),
+        E::S64 => bases::<i64>(data, &dims, out_of_range),
+        E::U32 => bases::<u32>(data, &dims, out_of_range),
+        E::U64 => bases::<u64>(data, &dims, out_of_range),
+        _ => return None,
+    };
+    Some((batch_shape, bases))
+}
+
 /// Splits every position of `out_shape` into (batch linear index, window linear index),
 /// where `window_dims` are the out dims forming the window (in order) and the others the
 /// batch. Calls `f(batch, window)` in row-major order.
@@ -609,20 +688,64 @@ pub(crate) fn gather(
         }
         sizes.push(s);
     }
-    let batches = batch_starts(
-        cx,
-        indices,
-        cx.int("index_vector_dim")?,
-        &start_map,
-        &operand_batching,
-        &cx.i64s_or("start_indices_batching_dims", Vec::new())?,
-        &op_ext,
-    )?;
+    // Per operand dim: the highest start that keeps the slice inside, for the dims the
+    // index vectors address (clamped there), `None` for the others.
+    let highest: Vec<Option<i128>> = (0..rank)
+        .map(|d| {
+            start_map
+                .contains(&d)
+                .then(|| (op_ext[d] - sizes[d]) as i128)
+        })
+        .collect();
+    let index_vector_dim = cx.int("index_vector_dim")?;
+    let indices_batching = cx.i64s_or("start_indices_batching_dims", Vec::new())?;
+    let direct = (fast_paths() && operand_batching.is_empty() && indices_batching.is_empty())
+        .then(|| {
+            let (shape, bases) = contiguous_bases(
+                indices,
+                index_vector_dim,
+                &start_map,
+                &highest,
+                &op_str,
+                OutOfRange::Clamp,
+            )?;
+            Some((shape, bases.into_iter().collect::<Option<Vec<usize>>>()?))
+        })
+        .flatten();
+    let (batch_shape, bases) = match direct {
+        Some(direct) => direct,
+        None => {
+            let batches = batch_starts(
+                cx,
+                indices,
+                index_vector_dim,
+                &start_map,
+                &operand_batching,
+                &indices_batching,
+                &op_ext,
+            )?;
+            let bases: Vec<usize> = batches
+                .each()
+                .map(|start| {
+                    start
+                        .iter()
+                        .zip(&highest)
+                        .zip(&op_str)
+                        .map(|((&s, &hi), &st)| {
+                            let s = hi.map_or(s, |hi| s.clamp(0, hi));
+                            s as usize * st
+                        })
+                        .sum()
+                })
+                .collect();
+            (batches.shape, bases)
+        }
+    };
     let win_operand_dims: Vec<usize> = (0..rank)
         .filter(|d| !collapsed.contains(d) && !operand_batching.contains(d))
         .collect();
     if win_operand_dims.len() != offset_dims.len()
-        || batches.shape.len() + offset_dims.len() != out_rank
+        || batch_shape.len() + offset_dims.len() != out_rank
     {
         return Err(cx.invalid("offset dims and batch dims do not make up the result rank"));
     }
@@ -634,36 +757,13 @@ pub(crate) fn gather(
         .map(|d| out_ext[d])
         .collect();
     if want_win != win_ext
-        || want_batch != batches.shape
+        || want_batch != batch_shape
         || out_ty.element_type != operand.ty.element_type
     {
         return Err(cx.invalid(format!(
             "result type {out_ty} does not match the gathered shape"
         )));
     }
-    // Per operand dim: the highest start that keeps the slice inside, for the dims the
-    // index vectors address (clamped there), `None` for the others.
-    let highest: Vec<Option<i128>> = (0..rank)
-        .map(|d| {
-            start_map
-                .contains(&d)
-                .then(|| (op_ext[d] - sizes[d]) as i128)
-        })
-        .collect();
-    let bases: Vec<usize> = batches
-        .each()
-        .map(|start| {
-            start
-                .iter()
-                .zip(&highest)
-                .zip(&op_str)
-                .map(|((&s, &hi), &st)| {
-                    let s = hi.map_or(s, |hi| s.clamp(0, hi));
-                    s as usize * st
-                })
-                .sum()
-        })
-        .collect();
     let esize = operand.ty.element_type.byte_size();
     if fast_paths() && trails(&offset_dims, out_rank) {
         let runs = WindowRuns::new(&win_ext, &win_operand_dims, &op_str);
@@ -753,23 +853,10 @@ impl<'m> Interp<'m> {
             &cx.i64s("scatter_dims_to_operand_dims")?,
             rank,
         )?;
-        let batches = batch_starts(
-            cx,
-            &indices,
-            cx.int("index_vector_dim")?,
-            &to_operand,
-            &input_batching,
-            &cx.i64s_or("scatter_indices_batching_dims", Vec::new())?,
-            &in_ext,
-        )?;
         let win_operand_dims: Vec<usize> = (0..rank)
             .filter(|d| !inserted.contains(d) && !input_batching.contains(d))
             .collect();
-        let upd_batch: Vec<usize> = (0..upd_rank)
-            .filter(|d| !window_dims.contains(d))
-            .map(|d| upd_ext[d])
-            .collect();
-        if win_operand_dims.len() != window_dims.len() || upd_batch != batches.shape {
+        if win_operand_dims.len() != window_dims.len() {
             return Err(cx.invalid("updates shape does not match the indices and window dims"));
         }
         let win_ext: Vec<usize> = window_dims.iter().map(|&d| upd_ext[d]).collect();
@@ -781,20 +868,63 @@ impl<'m> Interp<'m> {
             full_win[d] = e;
         }
         // A batch position whose window leaves the input is skipped entirely.
-        let bases: Vec<Option<usize>> = batches
-            .each()
-            .map(|start| {
-                let mut base = 0usize;
-                for d in 0..rank {
-                    let s = start[d];
-                    if s < 0 || s + full_win[d] as i128 > in_ext[d] as i128 {
-                        return None;
-                    }
-                    base += s as usize * in_str[d];
-                }
-                Some(base)
+        let index_vector_dim = cx.int("index_vector_dim")?;
+        let indices_batching = cx.i64s_or("scatter_indices_batching_dims", Vec::new())?;
+        let highest: Vec<Option<i128>> = (0..rank)
+            .map(|d| {
+                to_operand
+                    .contains(&d)
+                    .then(|| (in_ext[d] - full_win[d]) as i128)
             })
             .collect();
+        let direct = (fast_paths() && input_batching.is_empty() && indices_batching.is_empty())
+            .then(|| {
+                contiguous_bases(
+                    &indices,
+                    index_vector_dim,
+                    &to_operand,
+                    &highest,
+                    &in_str,
+                    OutOfRange::Skip,
+                )
+            })
+            .flatten();
+        let (batch_shape, bases) = match direct {
+            Some(direct) => direct,
+            None => {
+                let batches = batch_starts(
+                    cx,
+                    &indices,
+                    index_vector_dim,
+                    &to_operand,
+                    &input_batching,
+                    &indices_batching,
+                    &in_ext,
+                )?;
+                let bases: Vec<Option<usize>> = batches
+                    .each()
+                    .map(|start| {
+                        let mut base = 0usize;
+                        for d in 0..rank {
+                            let s = start[d];
+                            if s < 0 || s + full_win[d] as i128 > in_ext[d] as i128 {
+                                return None;
+                            }
+                            base += s as usize * in_str[d];
+                        }
+                        Some(base)
+                    })
+                    .collect();
+                (batches.shape, bases)
+            }
+        };
+        let upd_batch: Vec<usize> = (0..upd_rank)
+            .filter(|d| !window_dims.contains(d))
+            .map(|d| upd_ext[d])
+            .collect();
+        if upd_batch != batch_shape {
+            return Err(cx.invalid("updates shape does not match the indices and window dims"));
+        }
         let body = classify(super::body::region(cx, 0)?, n);
         // The updates and indices taken at their last use go back to the buffer cache, as
         // the values the interpreter frees do.

@@ -343,6 +343,20 @@ pub fn counted_loop_work(module: &Module, func: &Function, op: &Op) -> Option<u6
     Some(trips.saturating_mul(program.work_per_iteration()))
 }
 
+/// Whether `op` is a `scatter` whose update body replaces or combines by one binary op:
+/// its cost is a copy of the inputs plus one step per update element, like elementwise work,
+/// where any other body runs the interpreter per element.
+pub fn is_cheap_scatter(op: &Op) -> bool {
+    let n = op.results.len();
+    op.kind == OpKind::Scatter
+        && op.regions.first().is_some_and(|region| {
+            !matches!(
+                body::classify(region, n).kind,
+                body::BodyKind::General { .. }
+            )
+        })
+}
+
 /// Whether `op` is `jax.lax.dce_sink`'s custom call, which has no results and no effect.
 fn is_dce_sink(op: &Op) -> bool {
     call_target(op) == Some("dce_sink") && op.results.is_empty()
