@@ -172,6 +172,18 @@ fn batch_starts(
     })
 }
 
+/// Per operand dim (`extents`): the highest start that keeps a window of `window` inside,
+/// for the dims the index vectors address (`start_map`), `None` for the others.
+fn highest_starts(start_map: &[usize], extents: &[usize], window: &[usize]) -> Vec<Option<i128>> {
+    (0..extents.len())
+        .map(|d| {
+            start_map
+                .contains(&d)
+                .then(|| (extents[d] - window[d]) as i128)
+        })
+        .collect()
+}
+
 /// What a start outside `0..=highest` does: moves to the nearest end (gather) or drops
 /// the batch position (scatter).
 #[derive(Clone, Copy, PartialEq)]
@@ -688,15 +700,8 @@ pub(crate) fn gather(
         }
         sizes.push(s);
     }
-    // Per operand dim: the highest start that keeps the slice inside, for the dims the
-    // index vectors address (clamped there), `None` for the others.
-    let highest: Vec<Option<i128>> = (0..rank)
-        .map(|d| {
-            start_map
-                .contains(&d)
-                .then(|| (op_ext[d] - sizes[d]) as i128)
-        })
-        .collect();
+    // Clamped there.
+    let highest = highest_starts(&start_map, &op_ext, &sizes);
     let index_vector_dim = cx.int("index_vector_dim")?;
     let indices_batching = cx.i64s_or("start_indices_batching_dims", Vec::new())?;
     let direct = (fast_paths() && operand_batching.is_empty() && indices_batching.is_empty())
@@ -870,13 +875,7 @@ impl<'m> Interp<'m> {
         // A batch position whose window leaves the input is skipped entirely.
         let index_vector_dim = cx.int("index_vector_dim")?;
         let indices_batching = cx.i64s_or("scatter_indices_batching_dims", Vec::new())?;
-        let highest: Vec<Option<i128>> = (0..rank)
-            .map(|d| {
-                to_operand
-                    .contains(&d)
-                    .then(|| (in_ext[d] - full_win[d]) as i128)
-            })
-            .collect();
+        let highest = highest_starts(&to_operand, &in_ext, &full_win);
         let direct = (fast_paths() && input_batching.is_empty() && indices_batching.is_empty())
             .then(|| {
                 contiguous_bases(
