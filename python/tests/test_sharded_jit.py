@@ -192,29 +192,77 @@ def test_pmap_results_feed_jit(report):
     assert report["grad_of_pmap"] == [[2.0 * (2 * r + c) for c in range(2)] for r in range(4)]
 
 
-def test_inspect_sharding_of_a_partitioned_program_is_unsupported():
-    # JAX leaves the callback of `inspect_array_sharding` to the partitioner, as a binary
-    # handle in a custom call's backend config. oxla has no partitioner to call it: the
-    # compile fails as unsupported, naming the call (not as a malformed program).
-    result = run_python_ok(
-        """
-        import jax, jax.numpy as jnp, numpy as np
-        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-        mesh = Mesh(np.array(jax.devices("oxla")), ("x",))
-        x = jax.device_put(np.arange(8.0, dtype=np.float32), NamedSharding(mesh, P("x")))
-        def f(v):
-            jax.debug.inspect_array_sharding(v, callback=print)
-            return v * 2
-        try:
-            jax.jit(f)(x)
-        except Exception as err:
-            print("ERROR", str(err).splitlines()[0])
-        """,
-        env=ENV,
+INSPECT = r"""
+import jax, jax.numpy as jnp, numpy as np
+from jax import shard_map
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+devs = jax.devices()
+assert len(devs) == 4, devs
+line = Mesh(np.array(devs), ("x",))
+square = Mesh(np.array(devs).reshape(2, 2), ("a", "b"))
+x = np.arange(32, dtype=np.float32).reshape(8, 4)
+seen = []
+
+
+def inspect(name):
+    def callback(sharding):
+        seen.append((name, str(sharding.spec), len(sharding.device_set),
+                     sharding.shard_shape((8, 4)) if name != "manual" else None))
+    return lambda v: jax.debug.inspect_array_sharding(v, callback=callback)
+
+
+def run(name, f, mesh, spec):
+    f(jax.device_put(x, NamedSharding(mesh, spec)))
+
+
+def argument(v):
+    inspect("argument")(v)
+    return v * 2
+
+run("argument", jax.jit(argument), line, P("x"))
+run("two_axes", jax.jit(lambda v: (inspect("two_axes")(v), v + 1)[1]), square, P("a", "b"))
+run("computed", jax.jit(lambda v: (inspect("computed")(jnp.sin(v) * 3), v)[1]), line, P("x"))
+run("replicated", jax.jit(lambda v: (inspect("replicated")(v), v)[1]), line, P())
+run("columns", jax.jit(lambda v: (inspect("columns")(v.T), v)[1]), square, P("a", None))
+
+
+def per_device(v):
+    inspect("manual")(v)
+    return v * 2
+
+run("manual", jax.jit(shard_map(per_device, mesh=line, in_specs=P("x"), out_specs=P("x"))),
+    line, P("x"))
+
+
+def failing(sharding):
+    raise ValueError("the callback refused")
+
+try:
+    jax.jit(lambda v: (jax.debug.inspect_array_sharding(v, callback=failing), v)[1])(
+        jax.device_put(x, NamedSharding(line, P("x"))))
+    seen.append(("error", "none"))
+except Exception as err:
+    seen.append(("error", "the callback refused" in str(err)))
+
+for entry in seen:
+    print("SEEN", entry)
+"""
+
+
+def test_inspect_array_sharding_reports_what_cpu_reports():
+    # In a partitioned program JAX hands the callback to the compiler (a handle in the
+    # `InspectSharding` call's backend config), which calls it with the value's sharding.
+    # The same calls on JAX's cpu backend over four host devices are the reference.
+    got = run_python_ok(INSPECT, env=ENV | {"JAX_PLATFORMS": "oxla"})
+    want = run_python_ok(
+        INSPECT,
+        env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
     )
-    line = [l for l in result.stdout.splitlines() if l.startswith("ERROR")]
-    assert line, result.stdout
-    assert "UNIMPLEMENTED" in line[0] and "InspectSharding" in line[0], line[0]
+    seen = [l for l in got.stdout.splitlines() if l.startswith("SEEN")]
+    expected = [l for l in want.stdout.splitlines() if l.startswith("SEEN")]
+    assert len(expected) == 7, want.stdout
+    assert seen == expected
 
 
 def test_shard_map_of_a_replicated_operand_inside_a_larger_program():

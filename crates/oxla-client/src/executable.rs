@@ -1610,6 +1610,60 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
     }
 
     #[test]
+    fn inspect_sharding_calls_report_propagated_and_manual_shardings() {
+        // `jax.debug.inspect_array_sharding` in a partitioned program: a call on an argument,
+        // one on a value computed from it and one inside a `shard_map` region. The backend
+        // config's escapes spell bytes that are not UTF-8 (a callback handle).
+        let text = r#"
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {
+    %0 = stablehlo.custom_call @InspectSharding(%a) {backend_config = "\90\01\02\03\04\05\06\07\F8\09\0A\0B\0C\0D\0E\0F", has_side_effect = true} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %1 = stablehlo.transpose %a, dims = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+    %2 = stablehlo.custom_call @InspectSharding(%1) {backend_config = "\90", has_side_effect = true} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %3 = "sdy.manual_computation"(%a) <{in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>, manual_axes = #sdy<manual_axes{"x", "y"}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>}> ({
+    ^bb0(%b: tensor<4x2xf32>):
+      %4 = stablehlo.custom_call @InspectSharding(%b) {backend_config = "\90", has_side_effect = true} : (tensor<4x2xf32>) -> tensor<4x2xf32>
+      %5 = stablehlo.add %4, %4 : tensor<4x2xf32>
+      "sdy.return"(%5) : (tensor<4x2xf32>) -> ()
+    }) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %3 : tensor<8x4xf32>
+  }
+}
+"#;
+        let options = crate::ClientOptions {
+            num_devices: 4,
+            ..crate::ClientOptions::default()
+        };
+        let client = crate::Client::new(&options).unwrap();
+        let compile = CompileOptions {
+            num_partitions: 4,
+            ..CompileOptions::default()
+        };
+        let exe = client.compile(text.as_bytes(), compile).unwrap();
+        let module = exe.executable().module();
+        let entry = module.function("main").unwrap();
+        let reported = oxla_ir::sharding::inspected_shardings(module, entry, 4);
+        assert_eq!(reported.len(), 3);
+        let handle: Vec<u8> = [0x90u8, 1, 2, 3, 4, 5, 6, 7, 0xF8, 9, 10, 11, 12, 13, 14, 15].into();
+        assert_eq!(
+            reported[0].0.attr("backend_config"),
+            Some(&oxla_ir::Attribute::Bytes(handle))
+        );
+        let tiled = |k: usize| match &reported[k].1 {
+            oxla_ir::sharding::InspectedSharding::Tiled(t) => {
+                (t.local.shape.clone(), t.origins[1].clone())
+            }
+            other => panic!("call {k}: {other:?}"),
+        };
+        // Partition 1 is at x = 0, y = 1: the argument as its sharding says, the transpose
+        // with the axes moved along.
+        assert_eq!(tiled(0), (vec![4, 2], vec![0, 2]));
+        assert_eq!(tiled(1), (vec![2, 4], vec![2, 0]));
+        assert_eq!(reported[2].1, oxla_ir::sharding::InspectedSharding::Manual);
+    }
+
+    #[test]
     fn unannotated_results_take_the_shardings_propagated_to_them() {
         // Over a 2x2 mesh ("x" major): results without a sharding of their own get the one
         // XLA's propagation gives them from the arguments' and constraints' shardings.

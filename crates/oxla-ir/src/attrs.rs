@@ -131,6 +131,9 @@ pub enum Attribute {
     },
     /// A string.
     String(String),
+    /// A string attribute whose bytes are not UTF-8 (MLIR strings are bytes: JAX's
+    /// `InspectSharding` call keeps a callback handle in its backend config).
+    Bytes(Vec<u8>),
     /// A type.
     Type(Type),
     /// A heterogeneous array.

@@ -699,3 +699,129 @@ fn tokens_have_the_token_type_and_pass_back_as_arguments() {
         assert_eq!(ty.type_, PJRT_Buffer_Type_PJRT_Buffer_Type_TOKEN);
     }
 }
+
+/// jaxlib's `JAX_InspectSharding_Callback_Args`, as the plugin fills them.
+#[repr(C)]
+struct InspectArgs {
+    sharding_spec: *mut std::ffi::c_char,
+    sharding_spec_size: usize,
+    error_txt: *const std::ffi::c_char,
+    error_scratch: *mut c_void,
+    free_error: Option<unsafe extern "C" fn(*mut InspectArgs)>,
+}
+
+/// What the test callbacks saw: each serialized sharding, and the errors released.
+#[derive(Default)]
+struct Inspected {
+    specs: Vec<Vec<u8>>,
+    freed: usize,
+}
+
+/// Records the serialized sharding in the `Inspected` at `data`.
+unsafe extern "C" fn record_sharding(data: *mut c_void, args: *mut InspectArgs) {
+    // SAFETY: the test passes a live `Mutex<Inspected>` as data, the plugin valid args.
+    let (seen, args) = unsafe { (&*(data as *const std::sync::Mutex<Inspected>), &*args) };
+    // SAFETY: the plugin's spec has `sharding_spec_size` bytes.
+    let spec = unsafe {
+        std::slice::from_raw_parts(args.sharding_spec.cast::<u8>(), args.sharding_spec_size)
+    };
+    seen.lock().unwrap().specs.push(spec.to_vec());
+}
+
+/// Counts the release of the error `refuse` set.
+unsafe extern "C" fn free_refusal(args: *mut InspectArgs) {
+    // SAFETY: `refuse` put the `Mutex<Inspected>` in the scratch slot.
+    let seen = unsafe { &*((*args).error_scratch as *const std::sync::Mutex<Inspected>) };
+    seen.lock().unwrap().freed += 1;
+}
+
+/// Fails, as a callback raising a Python exception does.
+unsafe extern "C" fn refuse(data: *mut c_void, args: *mut InspectArgs) {
+    // SAFETY: the plugin passes writable args.
+    let args = unsafe { &mut *args };
+    args.error_txt = c"the callback refused".as_ptr();
+    args.error_scratch = data;
+    args.free_error = Some(free_refusal);
+}
+
+/// A program over two partitions whose argument (sharded along "x") goes to an
+/// `InspectSharding` call with `handle` in its backend config, escaped byte by byte.
+fn inspecting_program(handle: &[u8]) -> String {
+    let escaped: String = handle.iter().map(|b| format!("\\{b:02X}")).collect();
+    format!(
+        r#"module @m attributes {{mhlo.num_partitions = 2 : i32}} {{
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%a: tensor<8x2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) -> (tensor<8x2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) {{
+    %0 = stablehlo.custom_call @InspectSharding(%a) {{backend_config = "{escaped}", has_side_effect = true}} : (tensor<8x2xf32>) -> tensor<8x2xf32>
+    %1 = stablehlo.add %a, %a : tensor<8x2xf32>
+    return %1 : tensor<8x2xf32>
+  }}
+}}
+"#
+    )
+}
+
+/// The backend config JAX's `encode_inspect_sharding_callback` makes: the function and its
+/// data, byte for byte.
+fn callback_handle(
+    call: unsafe extern "C" fn(*mut c_void, *mut InspectArgs),
+    data: &std::sync::Mutex<Inspected>,
+) -> Vec<u8> {
+    let mut handle = (call as usize).to_ne_bytes().to_vec();
+    handle.extend_from_slice(&(data as *const _ as usize).to_ne_bytes());
+    handle
+}
+
+#[test]
+fn compile_calls_inspect_sharding_callbacks_with_the_value_sharding() {
+    use pjrt_sys::protos::xla::{CompileOptionsProto, ExecutableBuildOptionsProto, OpSharding};
+    use prost::Message;
+    let client = try_client(&[int64_option("num_devices", 2)]).unwrap();
+    let options = CompileOptionsProto {
+        executable_build_options: Some(ExecutableBuildOptionsProto {
+            num_replicas: 1,
+            num_partitions: 2,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let seen = std::sync::Mutex::new(Inspected::default());
+
+    let program = inspecting_program(&callback_handle(record_sharding, &seen));
+    let exe = client.try_compile(&program, &options).expect("compile");
+    let specs = std::mem::take(&mut seen.lock().unwrap().specs);
+    assert_eq!(specs.len(), 1);
+    let sharding = OpSharding::decode(specs[0].as_slice()).expect("an OpSharding");
+    // Rows split in two, partition 0 holding the first half.
+    assert_eq!(
+        sharding.r#type,
+        pjrt_sys::protos::xla::op_sharding::Type::Other as i32
+    );
+    assert_eq!(sharding.tile_assignment_dimensions, vec![2, 1]);
+    assert_eq!(sharding.tile_assignment_devices, vec![0, 1]);
+    let mut destroy = PJRT_LoadedExecutable_Destroy_Args::new();
+    destroy.executable = exe;
+    call!(client.plugin, PJRT_LoadedExecutable_Destroy, &mut destroy).unwrap();
+
+    // A callback's error fails the compile with its message, and is released.
+    let program = inspecting_program(&callback_handle(refuse, &seen));
+    let err = client
+        .try_compile(&program, &options)
+        .expect_err("the callback refused");
+    assert_eq!(err.code, PJRT_Error_Code_PJRT_Error_Code_INTERNAL);
+    assert!(
+        err.message.contains("the callback refused"),
+        "{}",
+        err.message
+    );
+    assert_eq!(seen.lock().unwrap().freed, 1);
+
+    // A backend config that is no callback handle is refused, and nothing is called.
+    let err = client
+        .try_compile(&inspecting_program(&[0x90; 5]), &options)
+        .expect_err("not a handle");
+    assert_eq!(err.code, PJRT_Error_Code_PJRT_Error_Code_INVALID_ARGUMENT);
+    assert!(err.message.contains("InspectSharding"), "{}", err.message);
+    assert!(seen.lock().unwrap().specs.is_empty());
+}

@@ -357,7 +357,7 @@ impl<'s, 'a> Tables<'s, 'a> {
                 }
                 Attribute::Dictionary(entries)
             }
-            2 => Attribute::String(self.sections.read_string(c)?.to_string()),
+            2 => self.sections.read_string_attribute(c)?,
             3 => {
                 let s = self.sections.read_string(c)?.to_string();
                 self.read_ty(c)?;
@@ -658,7 +658,7 @@ impl<'s, 'a> Tables<'s, 'a> {
                 2 => RngDistribution::Normal,
                 v => return Err(bad_enum("rng distribution", v)),
             }),
-            14 => Attribute::String(self.sections.read_string(c)?.to_string()),
+            14 => self.sections.read_string_attribute(c)?,
             15 => {
                 let ty = self.read_value_ty(c)?;
                 let data = c.blob()?;

@@ -4,6 +4,7 @@
 //! This module only slices the file; it decodes no attribute, type or op.
 
 use super::reader::{error, Cursor, Result};
+use oxla_ir::Attribute;
 
 /// Section ids (`mlir/Bytecode/Encoding.h`).
 pub(crate) mod section_id {
@@ -70,8 +71,10 @@ pub(crate) struct Sections<'a> {
     /// The producer string (`StableHLO_v1.17.0`).
     #[allow(dead_code)]
     pub producer: String,
-    /// The string table.
+    /// The string table ([`NOT_UTF8`] for a string that is not UTF-8).
     pub strings: Vec<&'a str>,
+    /// The string table as bytes.
+    pub raw_strings: Vec<&'a [u8]>,
     /// The dialect table.
     pub dialects: Vec<Dialect<'a>>,
     /// The op-name table.
@@ -127,7 +130,15 @@ impl<'a> Sections<'a> {
             found[usize::from(id)]
                 .ok_or_else(|| error(bytes.len(), format!("missing required section {id}")))
         };
-        let strings = parse_strings(required(section_id::STRING)?)?;
+        let raw_strings = parse_strings(required(section_id::STRING)?)?;
+        // MLIR strings are bytes: a string attribute may hold binary data (JAX's
+        // `InspectSharding` call keeps a callback handle in its backend config). Such a
+        // string reads as a marker where a name is expected, and as bytes where it is an
+        // attribute's value (`read_string_attribute`).
+        let strings: Vec<&str> = raw_strings
+            .iter()
+            .map(|&raw| std::str::from_utf8(raw).unwrap_or(NOT_UTF8))
+            .collect();
         let (dialects, op_names) =
             parse_dialects(required(section_id::DIALECT)?, version, &strings)?;
         let (attrs, types) = parse_attr_type_offsets(
@@ -156,6 +167,7 @@ impl<'a> Sections<'a> {
             version,
             producer,
             strings,
+            raw_strings,
             dialects,
             op_names,
             attrs,
@@ -175,6 +187,23 @@ impl<'a> Sections<'a> {
             .ok_or_else(|| error(at, format!("invalid string index {index}")))
     }
 
+    /// Reads a string reference from `cursor` as a string attribute's value: the string,
+    /// or its bytes when they are not UTF-8.
+    pub(crate) fn read_string_attribute(&self, cursor: &mut Cursor<'a>) -> Result<Attribute> {
+        let at = cursor.offset();
+        let index = cursor.varint()?;
+        let text = self.string(index, at)?;
+        Ok(
+            match usize::try_from(index)
+                .ok()
+                .and_then(|i| self.raw_strings.get(i))
+            {
+                Some(raw) if text.as_bytes() != *raw => Attribute::Bytes(raw.to_vec()),
+                _ => Attribute::String(text.to_string()),
+            },
+        )
+    }
+
     /// Reads a string reference from `cursor`.
     pub(crate) fn read_string(&self, cursor: &mut Cursor<'a>) -> Result<&'a str> {
         let at = cursor.offset();
@@ -187,7 +216,7 @@ impl<'a> Sections<'a> {
 pub(crate) const NOT_UTF8: &str = "<bytes that are not UTF-8>";
 
 /// Parses the string section: a count, the sizes in reverse order, then the data.
-fn parse_strings(mut section: Cursor<'_>) -> Result<Vec<&str>> {
+fn parse_strings(mut section: Cursor<'_>) -> Result<Vec<&[u8]>> {
     let all = {
         let mut whole = section;
         whole.bytes(whole.remaining() as u64)?
@@ -215,11 +244,7 @@ fn parse_strings(mut section: Cursor<'_>) -> Result<Vec<&str>> {
             if all[stop] != 0 {
                 return Err(error(base + stop, "string is not null-terminated"));
             }
-            // MLIR strings are bytes: a string attribute may hold binary data (JAX's
-            // `InspectSharding` call keeps a callback handle in its backend config). Such a
-            // string reads as a marker; nothing oxla runs takes binary strings, so an op
-            // holding one is reported as unsupported rather than the program as malformed.
-            Ok(std::str::from_utf8(&all[start..stop]).unwrap_or(NOT_UTF8))
+            Ok(&all[start..stop])
         })
         .collect()
 }

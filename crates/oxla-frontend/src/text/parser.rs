@@ -584,8 +584,12 @@ impl<'a> Parser<'a> {
         match self.tok.kind {
             TokKind::Integer | TokKind::Minus | TokKind::Float => self.parse_number_attr(),
             TokKind::String => {
-                let s = self.parse_string()?;
-                Ok(Attribute::String(s))
+                // A string's escapes may spell bytes that are not UTF-8 (a callback handle).
+                let tok = self.expect(TokKind::String, "a string")?;
+                Ok(match String::from_utf8(unescape_string(self.text(tok))) {
+                    Ok(s) => Attribute::String(s),
+                    Err(e) => Attribute::Bytes(e.into_bytes()),
+                })
             }
             TokKind::LSquare => {
                 self.bump()?;

@@ -369,6 +369,13 @@ fn is_layout_constraint(op: &Op) -> bool {
     call_target(op) == Some("LayoutConstraint") && op.operands.len() == 1 && op.results.len() == 1
 }
 
+/// Whether `op` is the `InspectSharding` custom call `jax.debug.inspect_array_sharding` leaves
+/// in a partitioned program. Its callback belongs to compiling: the plugin calls it with the
+/// operand's sharding (`sharding::inspected_shardings`); run, the call passes its operand on.
+pub fn is_inspect_sharding(op: &Op) -> bool {
+    call_target(op) == Some("InspectSharding") && op.operands.len() == 1 && op.results.len() == 1
+}
+
 /// Whether `op` is a custom call to a target registered with [`register_host_call`].
 pub fn is_host_call(op: &Op) -> bool {
     op.kind == OpKind::CustomCall
@@ -378,7 +385,7 @@ pub fn is_host_call(op: &Op) -> bool {
 /// True for every op the evaluator implements: [`is_supported`] for its kind, and for
 /// `stablehlo.custom_call` only the targets the evaluator knows (the LAPACK routines and
 /// tridiagonal solvers JAX's cpu lowering rules call, the sharding custom calls, `dce_sink`,
-/// `LayoutConstraint`, and targets registered with [`register_host_call`]).
+/// `LayoutConstraint`, `InspectSharding`, and targets registered with [`register_host_call`]).
 pub fn is_supported_op(op: &Op) -> bool {
     match op.kind {
         OpKind::CustomCall => {
@@ -386,6 +393,7 @@ pub fn is_supported_op(op: &Op) -> bool {
                 || tridiagonal::supports(op)
                 || is_dce_sink(op)
                 || is_layout_constraint(op)
+                || is_inspect_sharding(op)
                 || sharding_call_target(op).is_some()
                 || is_host_call(op)
         }
@@ -684,10 +692,11 @@ impl<'m> Interp<'m> {
             // `lax.dce_sink` keeps its operands from being removed as dead code; it
             // computes nothing.
             K::CustomCall if is_dce_sink(op) => Vec::new(),
-            K::CustomCall if is_layout_constraint(op) => {
+            K::CustomCall if is_layout_constraint(op) || is_inspect_sharding(op) => {
                 let value = tensor_operand(frame, cx, op.operands[0])?;
                 if &value.ty != cx.result_tensor(0)? {
-                    return Err(cx.invalid("LayoutConstraint changes its operand's type"));
+                    let target = call_target(op).unwrap_or_default();
+                    return Err(cx.invalid(format!("{target} changes its operand's type")));
                 }
                 vec![Value::Tensor(value.clone())]
             }

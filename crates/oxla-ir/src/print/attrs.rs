@@ -14,8 +14,13 @@ const HEX_THRESHOLD: usize = 100;
 
 /// Writes `s` as an MLIR string literal (quotes included).
 pub fn write_string(out: &mut String, s: &str) {
+    write_bytes(out, s.as_bytes());
+}
+
+/// Writes `bytes` as a quoted MLIR string, escaping what is not printable ASCII as `\XX`.
+pub fn write_bytes(out: &mut String, bytes: &[u8]) {
     out.push('"');
-    for b in s.bytes() {
+    for &b in bytes {
         match b {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
@@ -101,6 +106,7 @@ pub fn write_attribute(out: &mut String, attr: &Attribute) {
             let _ = write!(out, " : {ty}");
         }
         Attribute::String(s) => write_string(out, s),
+        Attribute::Bytes(b) => write_bytes(out, b),
         Attribute::Type(t) => {
             let _ = write!(out, "{t}");
         }

@@ -432,6 +432,78 @@ pub fn entry_tilings(
     Ok(EntryTilings { inputs, outputs })
 }
 
+/// The sharding an `InspectSharding` call (`jax.debug.inspect_array_sharding` in a partitioned
+/// program) reports for its operand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InspectedSharding {
+    /// Where the operand's shards lie over the program's partitions.
+    Tiled(Tiling),
+    /// The operand is inside a `shard_map` region: each device's own value.
+    Manual,
+}
+
+/// Each `InspectSharding` call of `entry` (in program order, nested regions included) with the
+/// sharding it reports: a call in `entry`'s body reports the sharding XLA's propagation gives
+/// its operand (see [`entry_tilings`]; replicated where nothing shards it), one inside a
+/// `shard_map` region a manual sharding, and one in another region (a loop body, a branch) a
+/// replicated one, as propagation is not followed into regions.
+pub fn inspected_shardings<'m>(
+    module: &'m Module,
+    entry: &'m Function,
+    partitions: usize,
+) -> Vec<(&'m crate::Op, InspectedSharding)> {
+    fn nested<'m>(
+        ops: &'m [crate::Op],
+        manual: bool,
+        entry: &'m Function,
+        partitions: usize,
+        out: &mut Vec<(&'m crate::Op, InspectedSharding)>,
+    ) {
+        for op in ops {
+            if crate::eval::is_inspect_sharding(op) {
+                let reported = match manual {
+                    true => Some(InspectedSharding::Manual),
+                    false => inspected_type(entry, op)
+                        .map(|ty| InspectedSharding::Tiled(Tiling::replicated(ty, partitions))),
+                };
+                out.extend(reported.map(|r| (op, r)));
+            }
+            let manual = manual || crate::eval::is_manual_computation(&op.kind);
+            for block in op.regions.iter().flat_map(|r| &r.blocks) {
+                nested(&block.ops, manual, entry, partitions, out);
+            }
+        }
+    }
+    let meshes = meshes(module);
+    let mut propagation = propagation::Propagation::new(module, entry, &meshes);
+    let mut out = Vec::new();
+    for op in entry.body.blocks.iter().flat_map(|b| &b.ops) {
+        if crate::eval::is_inspect_sharding(op) {
+            if let Some(ty) = inspected_type(entry, op) {
+                let tiling = propagation
+                    .sharding(op.operands[0])
+                    .and_then(|(sharding, mesh)| tile(ty, &sharding, &mesh, partitions).ok())
+                    .unwrap_or_else(|| Tiling::replicated(ty, partitions));
+                out.push((op, InspectedSharding::Tiled(tiling)));
+            }
+            continue;
+        }
+        let manual = crate::eval::is_manual_computation(&op.kind);
+        for block in op.regions.iter().flat_map(|r| &r.blocks) {
+            nested(&block.ops, manual, entry, partitions, &mut out);
+        }
+    }
+    out
+}
+
+/// The static tensor type of an `InspectSharding` call's operand.
+fn inspected_type<'f>(function: &'f Function, op: &crate::Op) -> Option<&'f TensorType> {
+    match function.values.get(op.operands.first()?.index())? {
+        Type::Tensor(t) if t.is_static() => Some(t),
+        _ => None,
+    }
+}
+
 /// The sharding `value` of `function`'s body has from where it was made, through casts: an
 /// `sdy.sharding_constraint`'s, a `Sharding` custom call's or an `sdy.manual_computation`'s
 /// (its `out_shardings`), or a `func.call`'s callee's result sharding (or, for a result the

@@ -195,6 +195,7 @@ entry_point!(PJRT_Client_Compile, PJRT_Client_Compile_Args, |args| {
         args.compile_options_size,
     )?)?;
     let compiled = client_handle.client.compile(code, options)?;
+    super::inspect_sharding::call_inspect_callbacks(compiled.executable())?;
     args.executable = loaded_handle(client_handle, compiled);
     Ok(())
 });
@@ -209,7 +210,9 @@ entry_point!(PJRT_Compile, PJRT_Compile_Args, |args| {
     let flags = ClientOptions::from_env()?
         .flags
         .for_compile(&options.flags)?;
-    args.executable = executable_handle(Executable::compile_with(code, options, &flags, None)?)?;
+    let compiled = Executable::compile_with(code, options, &flags, None)?;
+    super::inspect_sharding::call_inspect_callbacks(&compiled)?;
+    args.executable = executable_handle(compiled)?;
     Ok(())
 });
 
@@ -435,7 +438,7 @@ fn sharding_proto(
 /// row-major order over the tiled dimensions, then a dimension of summands when the value has
 /// unreduced axes and one of replicas when several partitions hold each shard (XLA's
 /// `last_tile_dims={unreduced, replicated}`).
-fn tiling_proto(tiling: &oxla_ir::sharding::Tiling) -> Option<xla::OpSharding> {
+pub(super) fn tiling_proto(tiling: &oxla_ir::sharding::Tiling) -> Option<xla::OpSharding> {
     // `OpSharding.Type.UNREDUCED` (newer than the protos this crate is built from).
     const UNREDUCED: i32 = 6;
     if tiling.is_replicated() {

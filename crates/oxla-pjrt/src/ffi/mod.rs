@@ -17,6 +17,7 @@ mod event;
 mod executable;
 mod handles;
 mod host_callback;
+mod inspect_sharding;
 mod types;
 mod unimplemented;
 
