@@ -1609,6 +1609,20 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
         assert_eq!(read(1, 1), square);
     }
 
+    /// `text` compiled for four partitions on a client with four devices.
+    fn compile_on_four_partitions(text: &str) -> LoadedExecutable {
+        let options = crate::ClientOptions {
+            num_devices: 4,
+            ..crate::ClientOptions::default()
+        };
+        let client = crate::Client::new(&options).unwrap();
+        let compile = CompileOptions {
+            num_partitions: 4,
+            ..CompileOptions::default()
+        };
+        client.compile(text.as_bytes(), compile).unwrap()
+    }
+
     #[test]
     fn inspect_sharding_calls_report_propagated_and_manual_shardings() {
         // `jax.debug.inspect_array_sharding` in a partitioned program: a call on an argument,
@@ -1631,16 +1645,7 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
   }
 }
 "#;
-        let options = crate::ClientOptions {
-            num_devices: 4,
-            ..crate::ClientOptions::default()
-        };
-        let client = crate::Client::new(&options).unwrap();
-        let compile = CompileOptions {
-            num_partitions: 4,
-            ..CompileOptions::default()
-        };
-        let exe = client.compile(text.as_bytes(), compile).unwrap();
+        let exe = compile_on_four_partitions(text);
         let module = exe.executable().module();
         let entry = module.function("main").unwrap();
         let reported = oxla_ir::sharding::inspected_shardings(module, entry, 4);
@@ -1692,16 +1697,7 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
   }
 }
 "#;
-        let options = crate::ClientOptions {
-            num_devices: 4,
-            ..crate::ClientOptions::default()
-        };
-        let client = crate::Client::new(&options).unwrap();
-        let compile = CompileOptions {
-            num_partitions: 4,
-            ..CompileOptions::default()
-        };
-        let exe = client.compile(text.as_bytes(), compile).unwrap();
+        let exe = compile_on_four_partitions(text);
         let (_, outputs) = exe.executable().tilings().expect("runs on whole values");
         let local = |i: usize| outputs[i].local.shape.clone();
         // Partition 1 is at x = 0, y = 1.
