@@ -1358,33 +1358,37 @@ fn trig(
         } else {
             a.vptestmq(negative, t, constant64(K64::BitTwo))?;
         }
-        // k = t - ROUND; r = ((x - k HI) - k MID) - k LO, each step rounded.
+        // k = t - ROUND; r = ((x - k HI) - k MID) - k LO, each step rounded (`k HI` is
+        // exact, so the first step is one multiply-add).
         a.vsubpd(t, t, constant64(K64::Round))?;
-        a.vmulpd(tmp, t, constant64(K64::PiO2Hi))?;
-        a.vsubpd(r, y, tmp)?;
+        a.vmovapd(r, y)?;
+        a.vfnmadd231pd(r, t, constant64(K64::PiO2Hi))?;
         a.vmulpd(tmp, t, constant64(K64::PiO2Mid))?;
         a.vsubpd(r, r, tmp)?;
         a.vmulpd(tmp, t, constant64(K64::PiO2Lo))?;
         a.vsubpd(r, r, tmp)?;
         a.vmulpd(r2, r, r)?;
-        // sin r = r (((((S0 r2 + S1) r2 + S2) r2 + S3) r2 + S4) r2 + 1).
-        splat64(a, s, K64::Sin0)?;
-        for k in [K64::Sin1, K64::Sin2, K64::Sin3, K64::Sin4, K64::C0] {
-            a.vfmadd213pd(s, r2, constant64(k))?;
-        }
+        // From here `y` holds r^4 and `t` and `tmp` the coefficient pairs of Estrin's
+        // scheme: sin r = r (((S0 r2 + S1) r4 + (S2 r2 + S3)) r4 + (S4 r2 + 1)).
+        a.vmulpd(y, r2, r2)?;
+        let pair = |a: &mut CodeAssembler, z, high, low| -> Result<(), IcedError> {
+            splat64(a, z, high)?;
+            a.vfmadd213pd(z, r2, constant64(low))
+        };
+        pair(a, s, K64::Sin0, K64::Sin1)?;
+        pair(a, t, K64::Sin2, K64::Sin3)?;
+        a.vfmadd213pd(s, y, t)?;
+        pair(a, tmp, K64::Sin4, K64::C0)?;
+        a.vfmadd213pd(s, y, tmp)?;
         a.vmulpd(s, s, r)?;
-        // cos r = (((((C0 r2 + C1) r2 + C2) r2 + C3) r2 + C4) r2 + C5) r2 + 1.
+        // cos r = ((C0 r4 + (C1 r2 + C2)) r4 + (C3 r2 + C4)) r4 + (C5 r2 + 1).
         splat64(a, c, K64::Cos0)?;
-        for k in [
-            K64::Cos1,
-            K64::Cos2,
-            K64::Cos3,
-            K64::Cos4,
-            K64::Cos5,
-            K64::C0,
-        ] {
-            a.vfmadd213pd(c, r2, constant64(k))?;
-        }
+        pair(a, t, K64::Cos1, K64::Cos2)?;
+        a.vfmadd213pd(c, y, t)?;
+        pair(a, tmp, K64::Cos3, K64::Cos4)?;
+        a.vfmadd213pd(c, y, tmp)?;
+        pair(a, t, K64::Cos5, K64::C0)?;
+        a.vfmadd213pd(c, y, t)?;
         // sin takes cos r in odd quadrants, cos takes sin r; then the sign.
         if cos {
             a.vblendmpd(under_z(tmp, odd), c, s)?;
