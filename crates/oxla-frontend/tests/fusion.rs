@@ -1339,6 +1339,40 @@ fn slab_programs_give_the_interpreters_bits() {
             true,
         ),
         (
+            // The gradient of `x[:, 0]` is a pad of a column; pads with interior and edge
+            // padding along the trailing dimensions join the group too.
+            "pads",
+            "func.func @main(%x: tensor<300x517xf32>, %v: tensor<300x3x7xf32>) -> (tensor<300x517xf32>, tensor<300x5x21xf32>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %c = stablehlo.constant dense<2.5> : tensor<f32>
+  %e = stablehlo.exponential %x : tensor<300x517xf32>
+  %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %sr = stablehlo.reshape %s : (tensor<300xf32>) -> tensor<300x1xf32>
+  %p = stablehlo.pad %sr, %zero, low = [0, 0], high = [0, 516], interior = [0, 0] : (tensor<300x1xf32>, tensor<f32>) -> tensor<300x517xf32>
+  %y = stablehlo.multiply %p, %e : tensor<300x517xf32>
+  %q = stablehlo.pad %v, %c, low = [0, 1, 2], high = [0, 1, 0], interior = [0, 0, 2] : (tensor<300x3x7xf32>, tensor<f32>) -> tensor<300x5x21xf32>
+  %qe = stablehlo.exponential %q : tensor<300x5x21xf32>
+  return %y, %qe : tensor<300x517xf32>, tensor<300x5x21xf32>
+}
+",
+            true,
+        ),
+        (
+            // Negative padding crops: the interpreter runs those slabs.
+            "cropping pad",
+            "func.func @main(%x: tensor<300x517xf32>) -> tensor<300x518xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %e = stablehlo.exponential %x : tensor<300x517xf32>
+  %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<300xf32>) -> tensor<300x517xf32>
+  %d = stablehlo.divide %e, %sb : tensor<300x517xf32>
+  %p = stablehlo.pad %d, %zero, low = [0, -1], high = [0, 2], interior = [0, 0] : (tensor<300x517xf32>, tensor<f32>) -> tensor<300x518xf32>
+  return %p : tensor<300x518xf32>
+}
+",
+            false,
+        ),
+        (
             "two-result reduction",
             "func.func @main(%x: tensor<300x517xf32>, %i: tensor<300x517xi32>) -> (tensor<300x517xf32>, tensor<300xi32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
@@ -1360,6 +1394,10 @@ fn slab_programs_give_the_interpreters_bits() {
     ] {
         let module = parse_text(text).expect("parses");
         assert_eq!(row_group_programs(&module, "main"), vec![compiles], "{what}");
+        if what == "pads" {
+            // One group from the exponential to the last pad's consumer.
+            assert_eq!(row_groups(&module, "main"), vec![7]);
+        }
         for seed in 0..3 {
             let mut rng = Rng(5 + seed);
             let args = main_args(&mut rng, &module);

@@ -138,6 +138,18 @@ fn row_local(func: &Function, op: &Op) -> Option<(i64, Vec<Mode>)> {
             }
             vec![Mode::Row]
         }
+        // A pad that leaves the rows as they are (the gradient of `x[:, 0]`, say).
+        K::Pad => {
+            let (t, value) = (operand(0)?, operand(1)?);
+            let unpadded = |name: &str| cx.i64s(name).ok()?.first().map(|&p| p == 0);
+            let rows_kept = unpadded("edge_padding_low")?
+                && unpadded("edge_padding_high")?
+                && unpadded("interior_padding").unwrap_or(true);
+            if op.operands.len() != 2 || !has_rows(t, rows) || value.rank() != 0 || !rows_kept {
+                return None;
+            }
+            vec![Mode::Row, Mode::Whole]
+        }
         K::Reduce => {
             let n = op.results.len();
             let dims = cx.i64s("dimensions").ok()?;

@@ -57,6 +57,14 @@ enum Step {
         reduced: usize,
         inner: usize,
     },
+    /// `dst` is the padding value `value` with `src` (of `shape`'s leading extents) placed
+    /// at `lo + index * step` along each dimension.
+    Pad {
+        src: usize,
+        value: usize,
+        dst: usize,
+        pad: Box<PadShape>,
+    },
     /// Fused group `kernel` of the program, reading `args` and writing `dsts`, tile by tile;
     /// with `sum`, also a row sum of one of its outputs (a reduction merged into it).
     Fused {
@@ -65,6 +73,57 @@ enum Step {
         dsts: Vec<usize>,
         sum: Option<Box<RowSum>>,
     },
+}
+
+/// Where a [`Step::Pad`] puts its operand: per dimension, the operand's extent, the
+/// result's, the first position and the step between positions (non-negative padding).
+#[derive(Clone, Debug)]
+struct PadShape {
+    src: Vec<usize>,
+    dst: Vec<usize>,
+    lo: Vec<usize>,
+    step: Vec<usize>,
+}
+
+impl PadShape {
+    /// Fills `out` with `value`, then places `src` (rows of the last dimension at a time).
+    fn exec(&self, src: &[f32], value: f32, out: &mut [f32]) -> Result<(), String> {
+        let fits = src.len() == self.src.iter().product::<usize>()
+            && out.len() == self.dst.iter().product::<usize>();
+        let (Some(&n), true) = (self.src.last(), fits) else {
+            return Err("a pad's values do not fit it".to_string());
+        };
+        out.fill(value);
+        if n == 0 {
+            return Ok(());
+        }
+        let dst_strides = super::context::strides(&self.dst);
+        let rank = self.src.len();
+        let (last_lo, last_step) = (self.lo[rank - 1], self.step[rank - 1]);
+        let mut index = vec![0usize; rank - 1];
+        for row in src.chunks_exact(n) {
+            let base: usize = (0..rank - 1)
+                .map(|d| (self.lo[d] + index[d] * self.step[d]) * dst_strides[d])
+                .sum::<usize>()
+                + last_lo;
+            if last_step == 1 {
+                out[base..base + n].copy_from_slice(row);
+            } else {
+                for (j, &v) in row.iter().enumerate() {
+                    out[base + j * last_step] = v;
+                }
+            }
+            // The next row's index, last dimension fastest.
+            for d in (0..rank - 1).rev() {
+                index[d] += 1;
+                if index[d] < self.src[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A sum along the rows of a fused group's output `src`, from `init`, into `dst`: one
@@ -86,7 +145,9 @@ impl Step {
     fn dsts(&self) -> Vec<usize> {
         match self {
             Step::Elem(_, d) => vec![*d],
-            Step::Broadcast { dst, .. } | Step::Reduce { dst, .. } => vec![*dst],
+            Step::Broadcast { dst, .. } | Step::Reduce { dst, .. } | Step::Pad { dst, .. } => {
+                vec![*dst]
+            }
             Step::Fused { dsts, sum, .. } => {
                 let mut all = dsts.clone();
                 all.extend(sum.as_ref().map(|s| s.dst));
@@ -100,6 +161,7 @@ impl Step {
             Step::Elem(inst, _) => inst.sources().to_vec(),
             Step::Broadcast { src, .. } => vec![*src],
             Step::Reduce { src, init, .. } => vec![*src, *init],
+            Step::Pad { src, value, .. } => vec![*src, *value],
             Step::Fused { args, sum, .. } => {
                 let mut all = args.clone();
                 all.extend(sum.as_ref().map(|s| s.init));
@@ -224,6 +286,9 @@ impl Builder<'_> {
         if op.kind == OpKind::Transpose {
             return self.transpose(op, r, &operands);
         }
+        if op.kind == OpKind::Pad {
+            return self.pad(op, r, &operands);
+        }
         let (shape, member) = classify(self.func, op)?;
         let src = |i: usize| operands.get(i).copied();
         let inst = match member {
@@ -297,6 +362,60 @@ impl Builder<'_> {
             dst: r,
             shape,
             strides: perm.iter().map(|&p| in_strides[p]).collect(),
+        });
+        Some(())
+    }
+
+    /// An f32 pad without negative edge padding (which crops; left to the interpreter).
+    fn pad(&mut self, op: &crate::Op, r: usize, operands: &[usize]) -> Option<()> {
+        let [src, value] = operands else {
+            return None;
+        };
+        let input = tensor_of(self.func, op.operands[0])?;
+        let result = tensor_of(self.func, op.results[0])?;
+        if input.element_type != ElementType::F32
+            || result.element_type != ElementType::F32
+            || self.lens[*value] != 1
+        {
+            return None;
+        }
+        let cx = OpCx {
+            op,
+            func: self.func,
+        };
+        let rank = input.rank();
+        let non_negative = |name: &str| -> Option<Vec<usize>> {
+            let v = cx.i64s(name).ok()?;
+            (v.len() == rank).then_some(())?;
+            v.iter().map(|&p| usize::try_from(p).ok()).collect()
+        };
+        let lo = non_negative("edge_padding_low")?;
+        let hi = non_negative("edge_padding_high")?;
+        let interior = match cx.i64s("interior_padding") {
+            Ok(_) => non_negative("interior_padding")?,
+            Err(_) => vec![0; rank],
+        };
+        let src_shape = extents(&input.shape);
+        let dst_shape = extents(&result.shape);
+        // The result's extents are what the padding gives (the op was typed so).
+        let consistent = (0..rank).all(|d| {
+            let n = src_shape[d];
+            lo[d] + hi[d] + n + n.saturating_sub(1) * interior[d] == dst_shape[d]
+        });
+        if rank == 0 || dst_shape.len() != rank || !consistent {
+            return None;
+        }
+        self.locs[r] = Some(Loc::Buf(0));
+        self.steps.push(Step::Pad {
+            src: *src,
+            value: *value,
+            dst: r,
+            pad: Box::new(PadShape {
+                src: src_shape,
+                dst: dst_shape,
+                lo,
+                step: interior.iter().map(|&i| i + 1).collect(),
+            }),
         });
         Some(())
     }
@@ -692,6 +811,12 @@ impl SlabProgram {
                 inner,
                 ..
             } => fold_float_block(kind, read(*src), out, read(*init)[0], (*reduced, *inner)),
+            Step::Pad {
+                src, value, pad, ..
+            } => {
+                let value = *read(*value).first().ok_or("a pad without its value")?;
+                pad.exec(read(*src), value, out)?;
+            }
             Step::Fused {
                 kernel,
                 args,
