@@ -14,15 +14,18 @@
 //! folds of reductions written with AVX2 intrinsics ([`fold_lanes_f32`]), where the
 //! compiler's own vectorization of the same loop is poor, and odd functions evaluated as
 //! sixteen polynomials whose coefficients each lane picks from registers
-//! ([`OddPiecewise`]), which the compiler would turn into gathers.
+//! ([`OddPiecewise`]), which the compiler would turn into gathers, and `f16` <-> `f32`
+//! conversion of slices with the F16C instructions ([`f16_to_f32`], [`f32_to_f16`]).
 
 mod denormals;
 mod fold;
+mod half;
 mod matmul;
 mod piecewise;
 mod transpose;
 pub use denormals::FlushDenormals;
 pub use fold::{fold_lanes_f32, LaneFold, FOLD_LANES};
+pub use half::{f16_to_f32, f32_to_f16};
 pub use matmul::{matmul, matmul_add, GemmScalar, Strided};
 pub use piecewise::OddPiecewise;
 pub use transpose::transpose32;

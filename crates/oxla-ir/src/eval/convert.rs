@@ -267,7 +267,9 @@ pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
 /// booleans by being nonzero, `f32` to `bf16` rounds the bits to nearest even (NaN to the quiet NaN of
 /// its sign) without float arithmetic, so denormals round as values, `bf16` to `f32` moves
 /// the bits as decoding does, and `f32` to `f16` and back work on the bits the same way
-/// ([`f32_bits_to_f16`], [`f16_bits_to_f32`]). `None` for the other pairs.
+/// ([`f32_bits_to_f16`], [`f16_bits_to_f32`]), and 8- and 16-bit integers widen exactly, narrow
+/// from `i32` to their low bits and from `f32` by truncating and saturating. `None` for the
+/// other pairs.
 fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrError>> {
     use super::typed::{build_overwritten, view, view_bytes};
     use ElementType as E;
@@ -325,7 +327,34 @@ fn convert_fast(lit: &Literal, ty: &TensorType) -> Option<Result<Literal, IrErro
             half::bf16::from_bits(h).to_f32()
         }),
         (E::F32, E::F16) => map(&view_bytes::<u32>(&lit.data), ty, f32_bits_to_f16),
-        (E::F16, E::F32) => map(&view_bytes::<u16>(&lit.data), ty, f16_bits_to_f32),
+        (E::F16, E::F32) => {
+            let bits = view_bytes::<u16>(&lit.data);
+            build_overwritten::<f32>(ty.clone(), bits.len(), |out| {
+                super::threads::map_split(&bits, out, 1 << 18, |x, o| {
+                    if !oxla_simd::f16_to_f32(x, o) {
+                        oxla_simd::map(x, o, f16_bits_to_f32)
+                    }
+                });
+            })
+        }
+        // 8- and 16-bit integers (quantized weights, image bytes): exact in f32 and i32;
+        // narrowing an integer keeps its low bits, a float saturates as `as` does.
+        (E::S8, E::F32) => map(&view::<i8>(lit)?, ty, f32::from),
+        (E::U8, E::F32) => map(&view::<u8>(lit)?, ty, f32::from),
+        (E::S16, E::F32) => map(&view::<i16>(lit)?, ty, f32::from),
+        (E::U16, E::F32) => map(&view::<u16>(lit)?, ty, f32::from),
+        (E::S8, E::S32) => map(&view::<i8>(lit)?, ty, i32::from),
+        (E::U8, E::S32) => map(&view::<u8>(lit)?, ty, i32::from),
+        (E::S16, E::S32) => map(&view::<i16>(lit)?, ty, i32::from),
+        (E::U16, E::S32) => map(&view::<u16>(lit)?, ty, i32::from),
+        (E::S32, E::S8) => map(&view::<i32>(lit)?, ty, |x: i32| x as i8),
+        (E::S32, E::U8) => map(&view::<i32>(lit)?, ty, |x: i32| x as u8),
+        (E::S32, E::S16) => map(&view::<i32>(lit)?, ty, |x: i32| x as i16),
+        (E::S32, E::U16) => map(&view::<i32>(lit)?, ty, |x: i32| x as u16),
+        (E::F32, E::S8) => map(&view::<f32>(lit)?, ty, |x: f32| x as i8),
+        (E::F32, E::U8) => map(&view::<f32>(lit)?, ty, |x: f32| x as u8),
+        (E::F32, E::S16) => map(&view::<f32>(lit)?, ty, |x: f32| x as i16),
+        (E::F32, E::U16) => map(&view::<f32>(lit)?, ty, |x: f32| x as u16),
         _ => return None,
     })
 }
@@ -642,6 +671,18 @@ mod tests {
             2.980_232_6e-8,
             1.000_488_3,
             1.001_464_8,
+            // The 8- and 16-bit integers' edges.
+            -128.9,
+            -129.0,
+            127.9,
+            128.0,
+            255.9,
+            256.0,
+            -32768.9,
+            -32769.0,
+            32767.9,
+            65535.9,
+            65536.5,
         ];
         f32s.extend((0..=u16::MAX).map(|h| f16_bits_to_f32(h) * 1.000_000_1));
         let mut bits = 0x2545_f491u32;
@@ -664,14 +705,42 @@ mod tests {
                 .take(f32s.len() * size)
                 .collect()
         };
+        // `size` bytes per element from the little-endian bytes of 0, 1, ..., u16::MAX.
+        let every_u16 = |size: usize| -> Vec<u8> {
+            (0..=u16::MAX)
+                .flat_map(u16::to_le_bytes)
+                .cycle()
+                .take(f32s.len() * size)
+                .collect()
+        };
         let sources = [
             (
                 from_f32.clone(),
-                vec![E::S32, E::U32, E::F64, E::BF16, E::F16],
+                vec![
+                    E::S32,
+                    E::U32,
+                    E::F64,
+                    E::BF16,
+                    E::F16,
+                    E::S8,
+                    E::U8,
+                    E::S16,
+                    E::U16,
+                ],
             ),
             (
                 bytes(E::S32, raw(4)),
-                vec![E::F32, E::S64, E::U32, E::U64, E::Pred],
+                vec![
+                    E::F32,
+                    E::S64,
+                    E::U32,
+                    E::U64,
+                    E::Pred,
+                    E::S8,
+                    E::U8,
+                    E::S16,
+                    E::U16,
+                ],
             ),
             (
                 bytes(E::U32, raw(4)),
@@ -682,6 +751,11 @@ mod tests {
             (bytes(E::F64, raw(8)), vec![E::F32]),
             (bytes(E::BF16, raw(2)), vec![E::F32]),
             (bytes(E::F16, raw(2)), vec![E::F32]),
+            // Every 8- and 16-bit pattern.
+            (bytes(E::S8, every_u16(1)), vec![E::F32, E::S32]),
+            (bytes(E::U8, every_u16(1)), vec![E::F32, E::S32]),
+            (bytes(E::S16, every_u16(2)), vec![E::F32, E::S32]),
+            (bytes(E::U16, every_u16(2)), vec![E::F32, E::S32]),
             (
                 bytes(
                     E::F16,
@@ -718,14 +792,16 @@ mod tests {
         }
     }
 
-    /// The bit-level f16 conversions give the `half` crate's bits (which decoding and the
-    /// encoding of f16 arithmetic use): every f16 pattern widened, and f32 values around
-    /// every f16, its edges, NaN payloads and random patterns narrowed, flushing or not.
+    /// The bit-level f16 conversions and the slice conversions (`oxla_simd`'s F16C loops,
+    /// where the CPU has them) give the `half` crate's bits (which decoding and the encoding
+    /// of f16 arithmetic use): every f16 pattern widened, and f32 values around every f16,
+    /// its edges, f32 denormals, NaN payloads and random patterns narrowed, flushing or not.
     #[test]
     fn f16_bit_conversions_match_the_half_crate() {
         let mut xs: Vec<f32> = vec![65504.0, 65519.996, 65520.0, f32::NAN, -f32::NAN];
         xs.push(f32::from_bits(0x7f80_2001));
         xs.push(f32::from_bits(0xffa1_2345));
+        xs.extend([1, 0x8000_0001, 0x007f_ffff, 0x807f_ffff].map(f32::from_bits));
         let mut bits = 0x9e37_79b9u32;
         for h in 0..=u16::MAX {
             bits ^= bits << 13;
@@ -743,6 +819,22 @@ mod tests {
             for &x in &xs {
                 let want = half::f16::from_f32(x).to_bits();
                 assert_eq!(f32_to_f16_keeping_nan(x), want, "{:#010x}", x.to_bits());
+            }
+            // Every pattern, in a slice whose length is no multiple of the vector width.
+            let patterns: Vec<u16> = (0..=u16::MAX).chain([0x7c01, 3, 0x8001]).collect();
+            let mut wide = vec![0.0f32; patterns.len()];
+            if oxla_simd::f16_to_f32(&patterns, &mut wide) {
+                for (&h, w) in patterns.iter().zip(&wide) {
+                    let want = half::f16::from_bits(h).to_f32().to_bits();
+                    assert_eq!(w.to_bits(), want, "{h:#06x} (flushing: {flush})");
+                }
+            }
+            let mut narrow = vec![0u16; xs.len()];
+            if oxla_simd::f32_to_f16(&xs, &mut narrow) {
+                for (&x, &h) in xs.iter().zip(&narrow) {
+                    let want = half::f16::from_f32(x).to_bits();
+                    assert_eq!(h, want, "{:#010x} (flushing: {flush})", x.to_bits());
+                }
             }
         }
     }

@@ -1056,8 +1056,8 @@ pub(crate) fn binary(cx: OpCx<'_>, a: &Literal, b: &Literal) -> Result<Literal, 
 fn widen_narrow(et: ElementType, bits: &[u16], out: &mut [f32]) {
     if et == ElementType::BF16 {
         oxla_simd::map(bits, out, |h| half::bf16::from_bits(h).to_f32());
-    } else {
-        // The same bits as `half`'s conversion, in a loop that vectorizes.
+    } else if !oxla_simd::f16_to_f32(bits, out) {
+        // The same bits as `half`'s conversion (and F16C's), in a loop that vectorizes.
         oxla_simd::map(bits, out, super::convert::f16_bits_to_f32);
     }
 }
@@ -1066,32 +1066,49 @@ fn widen_narrow(et: ElementType, bits: &[u16], out: &mut [f32]) {
 fn narrow_f32(et: ElementType, v: &[f32], out: &mut [u16]) {
     if et == ElementType::BF16 {
         oxla_simd::map(v, out, |x| half::bf16::from_f32(x).to_bits());
-    } else {
+    } else if !oxla_simd::f32_to_f16(v, out) {
         oxla_simd::map(v, out, super::convert::f32_to_f16_keeping_nan);
     }
 }
 
+/// Elements per block of the `bf16`/`f16` paths: a block's f32 operands and result stay in
+/// the first-level cache between widening, the f32 kernel and rounding back.
+const NARROW_BLOCK: usize = 1024;
+
+/// Elements per thread from which the `bf16`/`f16` paths split over the threads.
+const NARROW_PER_THREAD: usize = 1 << 16;
+
 /// A unary op on a `bf16` or `f16` literal as the general path computes it (widened to
-/// f32, the f32 kernel, rounded back), through buffers of the thread's cache instead of
-/// decoded arrays; `None` for the ops the f32 kernels do not cover.
+/// f32, the f32 kernel, rounded back), a block at a time, the blocks split over the threads;
+/// `None` for the ops the f32 kernels do not cover.
 fn narrow_unary_fast(kind: &OpKind, x: &Literal) -> Option<Result<Literal, IrError>> {
     if !f32::map_common(&[0.0], &mut [0.0], kind) {
         return None;
     }
     let et = x.ty.element_type;
     let bits = typed::view_bytes::<u16>(&x.data);
-    let n = bits.len();
-    Some(typed::with_scratch::<f32, _>(2 * n, |scratch| {
-        let (wide, out) = scratch.split_at_mut(n);
-        widen_narrow(et, &bits, wide);
-        f32::map_common(wide, out, kind);
-        typed::build_overwritten::<u16>(x.ty.clone(), n, |res| narrow_f32(et, out, res))
-    }))
+    Some(typed::build_overwritten::<u16>(
+        x.ty.clone(),
+        bits.len(),
+        |res| {
+            super::threads::map_split(&bits, res, NARROW_PER_THREAD, |src, dst| {
+                let mut wide = [0.0f32; NARROW_BLOCK];
+                let mut out = [0.0f32; NARROW_BLOCK];
+                for (s, d) in src.chunks(NARROW_BLOCK).zip(dst.chunks_mut(NARROW_BLOCK)) {
+                    let k = s.len();
+                    widen_narrow(et, s, &mut wide[..k]);
+                    f32::map_common(&wide[..k], &mut out[..k], kind);
+                    narrow_f32(et, &out[..k], d);
+                }
+            })
+        },
+    ))
 }
 
 /// A binary float op on `bf16` or `f16` literals as the general path computes it (both
-/// widened to f32, the f32 op, rounded back); an operand of one element broadcasts. `None`
-/// for other types and ops, or operands that do not fit `n`.
+/// widened to f32, the f32 op, rounded back), a block at a time, the blocks split over the
+/// threads; an operand of one element broadcasts. `None` for other types and ops, or
+/// operands that do not fit `n`.
 fn narrow_binary_fast(
     kind: &OpKind,
     a: &Literal,
@@ -1110,15 +1127,33 @@ fn narrow_binary_fast(
         typed::view_bytes::<u16>(&a.data),
         typed::view_bytes::<u16>(&b.data),
     );
-    let (na, nb) = (a.len(), b.len());
-    Some(typed::with_scratch::<f32, _>(na + nb + n, |scratch| {
-        let (wa, rest) = scratch.split_at_mut(na);
-        let (wb, out) = rest.split_at_mut(nb);
-        widen_narrow(et, &a, wa);
-        widen_narrow(et, &b, wb);
-        float_zip(kind, out, wa, wb);
-        let ty = TensorType::new(shape.to_vec(), et);
-        typed::build_overwritten::<u16>(ty, n, |res| narrow_f32(et, out, res))
+    let ty = TensorType::new(shape.to_vec(), et);
+    Some(typed::build_overwritten::<u16>(ty, n, |res| {
+        let per = n
+            .div_ceil(super::threads::count())
+            .max(NARROW_PER_THREAD)
+            .max(1);
+        super::threads::for_each(res.chunks_mut(per).enumerate(), |(part, dst)| {
+            let mut wa = [0.0f32; NARROW_BLOCK];
+            let mut wb = [0.0f32; NARROW_BLOCK];
+            let mut out = [0.0f32; NARROW_BLOCK];
+            for (block, d) in dst.chunks_mut(NARROW_BLOCK).enumerate() {
+                let (at, k) = (part * per + block * NARROW_BLOCK, d.len());
+                // A one-element operand is widened whole for every block.
+                let bits_of = |v: &[u16]| -> (usize, usize) {
+                    if v.len() == 1 {
+                        (0, 1)
+                    } else {
+                        (at, k)
+                    }
+                };
+                let ((sa, ka), (sb, kb)) = (bits_of(&a), bits_of(&b));
+                widen_narrow(et, &a[sa..sa + ka], &mut wa[..ka]);
+                widen_narrow(et, &b[sb..sb + kb], &mut wb[..kb]);
+                float_zip(kind, &mut out[..k], &wa[..ka], &wb[..kb]);
+                narrow_f32(et, &out[..k], d);
+            }
+        });
     }))
 }
 
@@ -1795,5 +1830,63 @@ mod tests {
             }
         }
         assert!(super::super::fastmath::erf_inv(-0.0).is_sign_negative());
+    }
+
+    /// The blocked, threaded `bf16`/`f16` paths give the general path's bytes (decode, the
+    /// f32 op, encode): every bit pattern in the operands, lengths around the block and the
+    /// thread split, one-element operands, with denormals flushed as executions run.
+    #[test]
+    fn narrow_float_paths_give_the_general_paths_bytes() {
+        let _flush = oxla_simd::FlushDenormals::new();
+        let mut x = 0x2545_f491u32;
+        let mut patterns = |n: usize| -> Vec<u8> {
+            (0..n)
+                .flat_map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    // Every pattern once in the first 65536 elements, then random ones.
+                    let bits = if i <= 0xffff { i as u16 } else { x as u16 };
+                    bits.to_le_bytes()
+                })
+                .collect()
+        };
+        for et in [ElementType::BF16, ElementType::F16] {
+            for n in [1usize, 7, 1024, 1025, 65_536 + 3, 200_003] {
+                let ty = TensorType::new(vec![n as i64], et);
+                let a = Literal::new(ty.clone(), patterns(n)).unwrap();
+                let mut shifted = patterns(n + 1);
+                shifted.drain(..2);
+                let b = Literal::new(ty.clone(), shifted).unwrap();
+                let one =
+                    Literal::new(TensorType::new(vec![], et), patterns(3)[4..].to_vec()).unwrap();
+                let f32s = |lit: &Literal| match decode_n(lit, n) {
+                    Array::F32(v) => v,
+                    other => panic!("{et} decodes to {other:?}"),
+                };
+                for kind in [
+                    OpKind::Add,
+                    OpKind::Multiply,
+                    OpKind::Divide,
+                    OpKind::Maximum,
+                ] {
+                    for (l, r) in [(&a, &b), (&one, &a), (&b, &one)] {
+                        let fast = narrow_binary_fast(&kind, l, r, &[n as i64], n)
+                            .expect("a narrow pair")
+                            .unwrap();
+                        let mut want = vec![0.0f32; n];
+                        assert!(float_zip(&kind, &mut want, &f32s(l), &f32s(r)));
+                        let want = encode(&Array::F32(want), ty.clone()).unwrap();
+                        assert!(fast.data == want.data, "{kind:?} on {n} {et}");
+                    }
+                }
+                for kind in [OpKind::Exponential, OpKind::Tanh, OpKind::Negate] {
+                    let fast = narrow_unary_fast(&kind, &a).expect("a narrow op").unwrap();
+                    let want = map_float(&f32s(&a), &kind).unwrap();
+                    let want = encode(&Array::F32(want), ty.clone()).unwrap();
+                    assert!(fast.data == want.data, "{kind:?} on {n} {et}");
+                }
+            }
+        }
     }
 }
