@@ -356,6 +356,9 @@ fn trails(dims: &[usize], rank: usize) -> bool {
 /// How many windows (or runs) ahead of the one being moved gathers and scatters prefetch.
 const PREFETCH_AHEAD: usize = 8;
 
+/// Scatters into tables of at most this many bytes do not prefetch their places.
+const PREFETCH_FROM_BYTES: usize = 256 << 10;
+
 /// Where a window's elements lie in the operand, relative to its first element: runs of
 /// `run` contiguous elements starting at each of `starts`, in the window's row-major order.
 struct WindowRuns {
@@ -499,21 +502,29 @@ impl WindowRuns {
         if bytes == 0 {
             return;
         }
-        let places: Vec<Option<usize>> = bases
-            .iter()
-            .flat_map(|b| self.starts.iter().map(move |&s| b.map(|b| (b + s) * esize)))
-            .collect();
-        let aligned = places.iter().flatten().all(|&p| p % bytes == 0);
+        // Run `k`'s place in bytes, computed as it is needed (a list of them would be a
+        // large allocation per call for a scatter of many single elements).
+        let runs_per_window = self.starts.len().max(1);
+        let place = |k: usize| -> Option<usize> {
+            let base = (*bases.get(k / runs_per_window)?)?;
+            Some((base + *self.starts.get(k % runs_per_window)?) * esize)
+        };
+        let runs = bases.len() * self.starts.len();
+        let aligned = (0..runs).filter_map(place).all(|p| p % bytes == 0);
         let unit = if aligned { bytes } else { acc.len().max(1) };
+        // A table in the second-level cache gains nothing from prefetching.
+        let prefetch = acc.len() > PREFETCH_FROM_BYTES;
         super::shape::split_bytes(acc, unit, |first, piece| {
             let mut state = init();
             let end = first + piece.len();
-            let mine = |p: &Option<usize>| p.filter(|&p| p >= first && p < end);
-            for (k, src) in update.chunks_exact(bytes).enumerate() {
-                if let Some(ahead) = places.get(k + PREFETCH_AHEAD).and_then(mine) {
-                    oxla_simd::prefetch(&piece[ahead - first..ahead - first + bytes]);
+            let mine = |k: usize| place(k).filter(|&p| p >= first && p < end);
+            for (k, src) in update.chunks_exact(bytes).enumerate().take(runs) {
+                if prefetch {
+                    if let Some(ahead) = mine(k + PREFETCH_AHEAD) {
+                        oxla_simd::prefetch(&piece[ahead - first..ahead - first + bytes]);
+                    }
                 }
-                if let Some(at) = places.get(k).and_then(mine) {
+                if let Some(at) = mine(k) {
                     apply(&mut state, &mut piece[at - first..at - first + bytes], src);
                 }
             }

@@ -347,6 +347,31 @@ fn reverse_slice_and_broadcast_match_the_element_path() {
     }
 }
 
+/// Broadcasts that only add unit dimensions share the operand's bytes; one that moves
+/// dimensions (a transpose written as a broadcast) does not.
+#[test]
+fn unit_dimension_broadcasts_match_the_general_path() {
+    let mut rng = Rng(11);
+    for (from, to, dims) in [
+        (vec![5], vec![5, 1], vec![0]),
+        (vec![5], vec![1, 5], vec![1]),
+        (vec![2, 1, 3], vec![2, 1, 3, 1], vec![0, 1, 2]),
+        (vec![2, 3], vec![3, 2], vec![1, 0]),
+        (vec![0, 4], vec![0, 1, 4], vec![0, 2]),
+    ] {
+        let x = random_lit(&mut rng, &from, ElementType::S32);
+        let m = one_op(
+            OpKind::BroadcastInDim,
+            &[&x],
+            TensorType::new(to.clone(), ElementType::S32),
+            vec![("broadcast_dimensions", i64s(&dims))],
+            false,
+        );
+        let r = same_both_ways(&m, std::slice::from_ref(&x), &format!("{from:?} to {to:?}"));
+        assert_eq!(r[0].data == x.data, dims.windows(2).all(|w| w[0] < w[1]));
+    }
+}
+
 #[test]
 fn scalar_broadcast_fills_every_element() {
     for (et, bytes) in [

@@ -463,6 +463,12 @@ fn broadcast_to(
             st[d] = in_st[i];
         }
     }
+    // Unit dimensions added in order (`[n] -> [n, 1]`) leave the elements where they are:
+    // the result shares the operand's bytes, as a reshape does.
+    let in_order = dims.windows(2).all(|w| w[0] < w[1]);
+    if fast_paths() && in_order && ty.num_elements() == x.ty.num_elements() {
+        return Literal::from_shared(ty.clone(), x.data.clone());
+    }
     let data = strided_copy(&x.data, ty.element_type.byte_size(), &out_ext, &st, 0)?;
     Literal::new(ty.clone(), data)
 }
