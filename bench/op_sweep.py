@@ -3,7 +3,7 @@
 
 Where ``jax_bench.py`` times whole workloads, this times the building blocks users write
 between them: random numbers, sorts, cumulative sums, gathers and scatters, pooling,
-padding, integer arithmetic, special functions. Each operation is jitted once per
+padding, integer arithmetic, special functions, FFTs, linear algebra. Each operation is jitted once per
 backend, warmed up, then called repeatedly for at least ``--seconds`` (and at least five
 times), cpu and oxla alternating ``--rounds`` times; the table shows each backend's fastest
 call, the median of its best round, and the oxla/cpu ratio of the fastest calls, then the
@@ -74,6 +74,12 @@ def cases(jax, jnp):
     def accumulate(acc, dz, h):
         return lax.fori_loop(0, 50, lambda i, a: a + (dz[i].T @ h[i]).T, acc)
 
+    # Linear algebra on well-conditioned matrices; eigen- and singular vectors are computed
+    # but only the values are compared (the vectors' signs are free).
+    spd = (m[:512, :512] @ m[:512, :512].T + 512 * np.eye(512)).astype(np.float32)
+    square = (m[:256, :256] + 16 * np.eye(256)).astype(np.float32)
+    sym = m[:128, :128] + m[:128, :128].T
+
     return {
         "random_normal_1M": (lambda k: jax.random.normal(k, (n,)), [key]),
         "random_uniform_1M": (lambda k: jax.random.uniform(k, (n,)), [key]),
@@ -121,6 +127,12 @@ def cases(jax, jnp):
         "conv_depthwise": (conv(1, 32), [images, dw_w]),
         "conv_depthwise_kernel_grad": (depthwise_kernel_grad, [images, dw_dy]),
         "dot_accumulate_loop": (accumulate, [acc, dzs, hs]),
+        "fft_rows": (jnp.fft.fft, [m[:256].astype(np.complex64)]),
+        "rfft2": (jnp.fft.rfft2, [m[:512, :512]]),
+        "solve_256": (jnp.linalg.solve, [square, m[:256, :8]]),
+        "cholesky_512": (jnp.linalg.cholesky, [spd]),
+        "eigh_128": (lambda a: jnp.linalg.eigh(a)[0], [sym]),
+        "svd_128": (lambda a: jnp.linalg.svd(a)[1], [m[:128, :128]]),
     }
 
 
@@ -140,9 +152,10 @@ def agree(a, b):
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if not np.issubdtype(a.dtype, np.floating):
+    if not np.issubdtype(a.dtype, np.inexact):
         return np.array_equal(a, b)
-    return np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-3, atol=1e-4,
+    wide = np.complex128 if np.issubdtype(a.dtype, np.complexfloating) else np.float64
+    return np.allclose(a.astype(wide), b.astype(wide), rtol=1e-3, atol=1e-4,
                        equal_nan=True)
 
 

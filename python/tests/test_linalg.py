@@ -502,3 +502,38 @@ def test_rsf2csf_takes_lapacks_eigenvalue_of_each_block(n, oxla_device, cpu_devi
         )
         for g, w in zip(got, want):
             assert_close(g, w, np.complex64, scale=10)
+
+
+@pytest.mark.parametrize("n", [70, 200])
+def test_matrices_past_the_block_sizes(n, dtype, oxla_device, cpu_device):
+    # Real matrices take blocked, threaded kernels in their own precision; these sizes
+    # cover several blocks and the threaded updates.
+    spd = positive_definite((n, n), dtype, seed=21)
+    a = well_conditioned((n, n), dtype, seed=22)
+    b = rand((n, 3), dtype, seed=23)
+    scale = n
+    got, want = both(jnp.linalg.cholesky, spd, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype, scale=scale)
+    got, want = both(jnp.linalg.solve, a, b, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(got, want, dtype, scale=scale)
+    (sign, logdet), (want_sign, want_logdet) = both(
+        jnp.linalg.slogdet, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    np.testing.assert_array_equal(sign, want_sign)
+    assert_close(logdet, want_logdet, dtype, scale=scale)
+    sym = hermitian((n, n), dtype, seed=24)
+    (w, v), (want_w, _) = both(jnp.linalg.eigh, sym, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_close(w, want_w, dtype, scale=scale)
+    assert_close(sym @ v, v * w[None, :], dtype, scale=scale)
+    rect = rand((n, n // 2), dtype, seed=25)
+    (u, s, vt), (_, want_s, _) = both(
+        lambda x: jnp.linalg.svd(x, full_matrices=False), rect,
+        oxla_device=oxla_device, cpu_device=cpu_device,
+    )
+    assert_close(s, want_s, dtype, scale=scale)
+    assert_close((u * s[None, :]) @ vt, rect, dtype, scale=scale)
+    got, want = both(
+        lambda x, y: jax.scipy.linalg.solve_triangular(x, y, lower=True), spd, b,
+        oxla_device=oxla_device, cpu_device=cpu_device,
+    )
+    assert_close(got, want, dtype, scale=scale)

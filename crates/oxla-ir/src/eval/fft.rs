@@ -1,94 +1,284 @@
 //! `fft`: FFT, IFFT, RFFT and IRFFT over the trailing one to three dimensions.
 //!
-//! Transforms run one axis at a time in `complex<f64>` and round once to the result type:
-//! an iterative radix-2 transform for power-of-two lengths, a direct DFT with a twiddle
-//! table otherwise. Inverse transforms scale by `1/n` per axis. IRFFT first inverts the
-//! leading axes, then rebuilds each last-axis line from Hermitian symmetry and keeps the
-//! real part.
+//! Transforms run in the operand's own precision (complex<f32> for `c64`/`f32`, as XLA's
+//! CPU backend computes, complex<f64> for `c128`/`f64`) with `rustfft`'s planned
+//! transforms (any length; vectorized radix kernels, Bluestein for large primes) and
+//! `realfft`'s half-length real transforms for RFFT and IRFFT along the last axis. The last
+//! axis is transformed in place, line after line; any other axis is first gathered into
+//! contiguous lines, transformed, and put back. Lines split over the evaluator's threads.
+//! Inverse transforms scale by `1/n` over all transformed axes once, at the end. IRFFT
+//! inverts the leading axes first, then each last-axis half spectrum (the imaginary parts
+//! of its first and, for even lengths, last entry are ignored, as a Hermitian spectrum's
+//! are zero).
 
 use super::context::OpCx;
-use super::convert::convert_array;
-use super::element::{decode, encode, Array};
+use super::threads;
+use super::typed::{build_overwritten, view_bytes, Plain};
 use crate::attrs::FftType;
 use crate::{Attribute, ElementType, IrError, Literal, TensorType};
-use num_complex::Complex64;
-use std::f64::consts::PI;
+use num_complex::Complex;
+use realfft::RealFftPlanner;
+use rustfft::{FftDirection, FftNum, FftPlanner};
+use std::sync::Mutex;
 
-/// Transforms `line` in place (forward: exp(-2 pi i jk / n); inverse also scales by 1/n).
-fn transform(line: &mut [Complex64], inverse: bool) {
-    let n = line.len();
-    if n <= 1 {
+/// Complex values per thread below which a transform runs on the calling thread alone.
+const PER_THREAD: usize = 1 << 14;
+
+/// Columns gathered into lines (and put back) together along an axis other than the last.
+const TILE: usize = 16;
+
+/// A float type the transforms compute in: its planners, shared by every call (a plan,
+/// its twiddles and its kernels, is built once per length and direction).
+trait Float: FftNum + Plain {
+    fn planner() -> &'static Mutex<FftPlanner<Self>>;
+    fn real_planner() -> &'static Mutex<RealFftPlanner<Self>>;
+}
+
+macro_rules! float {
+    ($t:ty) => {
+        impl Float for $t {
+            fn planner() -> &'static Mutex<FftPlanner<Self>> {
+                static PLANNER: std::sync::OnceLock<Mutex<FftPlanner<$t>>> =
+                    std::sync::OnceLock::new();
+                PLANNER.get_or_init(|| Mutex::new(FftPlanner::new()))
+            }
+            fn real_planner() -> &'static Mutex<RealFftPlanner<Self>> {
+                static PLANNER: std::sync::OnceLock<Mutex<RealFftPlanner<$t>>> =
+                    std::sync::OnceLock::new();
+                PLANNER.get_or_init(|| Mutex::new(RealFftPlanner::new()))
+            }
+        }
+    };
+}
+float!(f32);
+float!(f64);
+
+/// Locks a planner; a panic while planning cannot leave it inconsistent (it only adds
+/// finished plans), so a poisoned lock is taken over.
+fn lock<P>(m: &Mutex<P>) -> std::sync::MutexGuard<'_, P> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Lines per part when `lines` lines of `len` values split over the threads.
+fn lines_per_part(lines: usize, len: usize) -> usize {
+    let parts = (lines * len / PER_THREAD).clamp(1, threads::count());
+    lines.div_ceil(parts).max(1)
+}
+
+/// Transforms every `n`-long line of the row-major `data` whose extents are `ext` along
+/// axis `axis`.
+fn along_axis<T: Float>(data: &mut [Complex<T>], ext: &[usize], axis: usize, inverse: bool) {
+    let n = ext[axis];
+    if n <= 1 || data.is_empty() {
         return;
     }
-    let sign = if inverse { 1.0 } else { -1.0 };
-    if n.is_power_of_two() {
-        // Bit-reversal permutation, then butterflies.
-        let bits = n.trailing_zeros();
-        for i in 0..n {
-            let j = i.reverse_bits() >> (usize::BITS - bits);
-            if j > i {
-                line.swap(i, j);
-            }
-        }
-        let mut len = 2;
-        while len <= n {
-            let step = sign * 2.0 * PI / len as f64;
-            for start in (0..n).step_by(len) {
-                for k in 0..len / 2 {
-                    let w = Complex64::from_polar(1.0, step * k as f64);
-                    let u = line[start + k];
-                    let v = line[start + k + len / 2] * w;
-                    line[start + k] = u + v;
-                    line[start + k + len / 2] = u - v;
-                }
-            }
-            len *= 2;
-        }
+    let direction = if inverse {
+        FftDirection::Inverse
     } else {
-        let twiddle: Vec<Complex64> = (0..n)
-            .map(|k| Complex64::from_polar(1.0, sign * 2.0 * PI * k as f64 / n as f64))
-            .collect();
-        let input = line.to_vec();
-        for (k, out) in line.iter_mut().enumerate() {
-            let mut s = Complex64::new(0.0, 0.0);
-            for (j, x) in input.iter().enumerate() {
-                s += x * twiddle[(j * k) % n];
-            }
-            *out = s;
-        }
-    }
-    if inverse {
-        let scale = 1.0 / n as f64;
-        for x in line.iter_mut() {
-            *x *= scale;
-        }
-    }
-}
-
-/// Applies `transform` along axis `axis` of a row-major buffer of extents `ext`.
-fn along_axis(data: &mut [Complex64], ext: &[usize], axis: usize, inverse: bool) {
-    let n = ext[axis];
+        FftDirection::Forward
+    };
+    let plan = lock(T::planner()).plan_fft(n, direction);
     let inner: usize = ext[axis + 1..].iter().product();
-    let outer: usize = ext[..axis].iter().product();
-    let mut line = vec![Complex64::new(0.0, 0.0); n];
-    for o in 0..outer {
-        for i in 0..inner {
-            let base = o * n * inner + i;
-            for (k, x) in line.iter_mut().enumerate() {
-                *x = data[base + k * inner];
+    let transform_lines = |lines: &mut [Complex<T>]| {
+        let count = lines.len() / n;
+        threads::for_each(
+            lines.chunks_mut(lines_per_part(count, n) * n),
+            |part: &mut [Complex<T>]| {
+                let mut scratch = vec![Complex::default(); plan.get_inplace_scratch_len()];
+                plan.process_with_scratch(part, &mut scratch);
+            },
+        );
+    };
+    if inner == 1 {
+        transform_lines(data);
+        return;
+    }
+    // Gather: line (o, c) of `lines` is column c of block o (an n x inner matrix). Both
+    // copies go a tile of `TILE` columns at a time, so that reads and writes each run along
+    // `TILE` sequential streams.
+    let block = n * inner;
+    let mut lines = vec![Complex::default(); data.len()];
+    let per = lines_per_part(data.len() / n, n);
+    let src: &[Complex<T>] = data;
+    threads::for_each(
+        lines.chunks_mut(per * n).enumerate(),
+        |(p, part): (usize, &mut [Complex<T>])| {
+            let first = p * per;
+            let count = part.len() / n;
+            let mut l = 0;
+            while l < count {
+                let (o, c0) = ((first + l) / inner, (first + l) % inner);
+                let w = TILE.min(inner - c0).min(count - l);
+                let tile = &mut part[l * n..(l + w) * n];
+                for k in 0..n {
+                    let row = &src[o * block + k * inner + c0..][..w];
+                    for (j, &v) in row.iter().enumerate() {
+                        tile[j * n + k] = v;
+                    }
+                }
+                l += w;
             }
-            transform(&mut line, inverse);
-            for (k, x) in line.iter().enumerate() {
-                data[base + k * inner] = *x;
+        },
+    );
+    transform_lines(&mut lines);
+    // Scatter back: row (o, k) of `data` takes entry k of lines (o, 0..inner).
+    let rows = data.len() / inner;
+    let per = lines_per_part(rows, inner);
+    let lines = &lines[..];
+    threads::for_each(
+        data.chunks_mut(per * inner).enumerate(),
+        |(p, part): (usize, &mut [Complex<T>])| {
+            let first = p * per;
+            let count = part.len() / inner;
+            let mut r = 0;
+            while r < count {
+                let (o, k0) = ((first + r) / n, (first + r) % n);
+                let h = (n - k0).min(count - r);
+                let from = &lines[o * block..][..block];
+                for c0 in (0..inner).step_by(TILE) {
+                    let w = TILE.min(inner - c0);
+                    for k in 0..h {
+                        let row = &mut part[(r + k) * inner + c0..][..w];
+                        for (j, v) in row.iter_mut().enumerate() {
+                            *v = from[(c0 + j) * n + k0 + k];
+                        }
+                    }
+                }
+                r += h;
             }
+        },
+    );
+}
+
+/// Multiplies every value by `1 / count` (an inverse transform's scaling).
+fn scale<T: Float>(data: &mut [Complex<T>], count: usize) {
+    let s = T::from_f64(1.0 / count as f64).unwrap_or_else(T::one);
+    let per = lines_per_part(data.len(), 1);
+    threads::for_each(data.chunks_mut(per), |part: &mut [Complex<T>]| {
+        for v in part {
+            *v = Complex::new(v.re * s, v.im * s);
         }
+    });
+}
+
+/// The operand's values as complex numbers of `T` (real operands get zero imaginary parts).
+fn complex_values<T: Float>(x: &Literal) -> Vec<Complex<T>> {
+    let parts = view_bytes::<T>(&x.data);
+    if x.ty.element_type.is_complex() {
+        parts
+            .chunks_exact(2)
+            .map(|p| Complex::new(p[0], p[1]))
+            .collect()
+    } else {
+        parts
+            .iter()
+            .map(|&re| Complex::new(re, T::zero()))
+            .collect()
     }
 }
 
-fn to_complex(lit: &Literal) -> Vec<Complex64> {
-    match convert_array(&decode(lit), ElementType::C128) {
-        Array::C128(v) => v,
-        _ => Vec::new(),
+/// A literal of type `ty` holding `values` (complex `ty`) or their real parts.
+fn literal_of<T: Float>(ty: TensorType, values: &[Complex<T>]) -> Result<Literal, IrError> {
+    let n = values.len();
+    if ty.element_type.is_complex() {
+        build_overwritten::<T>(ty, 2 * n, |out| {
+            for (o, v) in out.chunks_exact_mut(2).zip(values) {
+                o[0] = v.re;
+                o[1] = v.im;
+            }
+        })
+    } else {
+        build_overwritten::<T>(ty, n, |out| {
+            for (o, v) in out.iter_mut().zip(values) {
+                *o = v.re;
+            }
+        })
+    }
+}
+
+/// The transform itself, in `T`: `lead` untransformed leading dimensions, extents of the
+/// operand and result, the transform lengths.
+fn run<T: Float>(
+    fft_type: FftType,
+    x: &Literal,
+    in_ext: &[usize],
+    out_ext: &[usize],
+    lens: &[usize],
+    out_ty: TensorType,
+) -> Result<Literal, IrError> {
+    let rank = in_ext.len();
+    let lead = rank - lens.len();
+    let total: usize = lens.iter().product();
+    if total == 0 || in_ext.contains(&0) || out_ext.contains(&0) {
+        let n = out_ext.iter().product::<usize>();
+        return literal_of::<T>(out_ty, &vec![Complex::default(); n]);
+    }
+    let last = lens[lens.len() - 1];
+    match fft_type {
+        FftType::Fft | FftType::Ifft => {
+            let inverse = fft_type == FftType::Ifft;
+            let mut data = complex_values::<T>(x);
+            for axis in lead..rank {
+                along_axis(&mut data, in_ext, axis, inverse);
+            }
+            if inverse {
+                scale(&mut data, total);
+            }
+            literal_of(out_ty, &data)
+        }
+        FftType::Rfft => {
+            let mut real = view_bytes::<T>(&x.data).into_owned();
+            let half = out_ext[rank - 1];
+            let mut data = vec![Complex::default(); real.len() / last * half];
+            let plan = lock(T::real_planner()).plan_fft_forward(last);
+            let per = lines_per_part(real.len() / last, last);
+            threads::for_each(
+                real.chunks_mut(per * last).zip(data.chunks_mut(per * half)),
+                |(input, output): (&mut [T], &mut [Complex<T>])| {
+                    let mut scratch = plan.make_scratch_vec();
+                    for (i, o) in input
+                        .chunks_exact_mut(last)
+                        .zip(output.chunks_exact_mut(half))
+                    {
+                        // Only buffer lengths can fail, and they are right by construction.
+                        let _ = plan.process_with_scratch(i, o, &mut scratch);
+                    }
+                },
+            );
+            for axis in lead..rank - 1 {
+                along_axis(&mut data, out_ext, axis, false);
+            }
+            literal_of(out_ty, &data)
+        }
+        FftType::Irfft => {
+            let mut data = complex_values::<T>(x);
+            for axis in lead..rank - 1 {
+                along_axis(&mut data, in_ext, axis, true);
+            }
+            let half = in_ext[rank - 1];
+            let mut real = vec![T::zero(); data.len() / half * last];
+            let plan = lock(T::real_planner()).plan_fft_inverse(last);
+            let per = lines_per_part(data.len() / half, last);
+            let s = T::from_f64(1.0 / total as f64).unwrap_or_else(T::one);
+            threads::for_each(
+                data.chunks_mut(per * half).zip(real.chunks_mut(per * last)),
+                |(input, output): (&mut [Complex<T>], &mut [T])| {
+                    let mut scratch = plan.make_scratch_vec();
+                    for (i, o) in input
+                        .chunks_exact_mut(half)
+                        .zip(output.chunks_exact_mut(last))
+                    {
+                        // The only other error says that imaginary parts the transform
+                        // ignores were not zero.
+                        let _ = plan.process_with_scratch(i, o, &mut scratch);
+                        for v in o.iter_mut() {
+                            *v = *v * s;
+                        }
+                    }
+                },
+            );
+            build_overwritten::<T>(out_ty, real.len(), |out| out.copy_from_slice(&real))
+        }
     }
 }
 
@@ -151,46 +341,13 @@ pub(crate) fn fft(cx: OpCx<'_>, x: &Literal) -> Result<Literal, IrError> {
             x.ty.shape, out_ty.shape
         )));
     }
-    let mut data = to_complex(x);
-    let out: Vec<Complex64> = match fft_type {
-        FftType::Fft | FftType::Ifft => {
-            let inverse = fft_type == FftType::Ifft;
-            for axis in lead..rank {
-                along_axis(&mut data, &in_ext, axis, inverse);
-            }
-            data
+    let out_ty = TensorType::new(out_ty.shape.clone(), out_et);
+    match in_et {
+        ElementType::F32 | ElementType::C64 => {
+            run::<f32>(fft_type, x, &in_ext, &out_ext, &lens, out_ty)
         }
-        FftType::Rfft => {
-            for axis in lead..rank {
-                along_axis(&mut data, &in_ext, axis, false);
-            }
-            // Keep the first `half` entries of every last-axis line.
-            data.chunks_exact(last.max(1))
-                .flat_map(|line| line[..half.min(line.len())].to_vec())
-                .collect()
-        }
-        FftType::Irfft => {
-            for axis in lead..rank - 1 {
-                along_axis(&mut data, &in_ext, axis, true);
-            }
-            let mut res = Vec::with_capacity(out_ext.iter().product());
-            let mut line = vec![Complex64::new(0.0, 0.0); last];
-            for spectrum in data.chunks_exact(half) {
-                for (j, v) in line.iter_mut().enumerate() {
-                    *v = if j < half {
-                        spectrum[j]
-                    } else {
-                        spectrum[last - j].conj()
-                    };
-                }
-                transform(&mut line, true);
-                res.extend(line.iter().map(|z| Complex64::new(z.re, 0.0)));
-            }
-            res
-        }
-    };
-    let out_arr = convert_array(&Array::C128(out), out_et);
-    encode(&out_arr, TensorType::new(out_ty.shape.clone(), out_et))
+        _ => run::<f64>(fft_type, x, &in_ext, &out_ext, &lens, out_ty),
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +467,192 @@ mod tests {
         .unwrap();
         for (a, b) in to_f64(&back).iter().zip([1.0, 2.0, 3.0, 4.0, 5.0]) {
             assert!((a - b).abs() < 1e-12);
+        }
+    }
+
+    /// A direct DFT along `axis` in f64: the oracle the planned transforms are checked
+    /// against (unscaled; the inverse direction has the positive exponent).
+    fn direct_dft(
+        data: &[(f64, f64)],
+        ext: &[usize],
+        axis: usize,
+        inverse: bool,
+    ) -> Vec<(f64, f64)> {
+        let n = ext[axis];
+        let inner: usize = ext[axis + 1..].iter().product();
+        let sign = if inverse { 1.0 } else { -1.0 };
+        let mut out = data.to_vec();
+        for base in (0..data.len()).filter(|i| (i / inner).is_multiple_of(n)) {
+            for k in 0..n {
+                let mut s = (0.0, 0.0);
+                for j in 0..n {
+                    let a = sign * 2.0 * std::f64::consts::PI * ((j * k) % n) as f64 / n as f64;
+                    let (c, d) = (a.cos(), a.sin());
+                    let (x, y) = data[base + j * inner];
+                    s.0 += x * c - y * d;
+                    s.1 += x * d + y * c;
+                }
+                out[base + k * inner] = s;
+            }
+        }
+        out
+    }
+
+    fn noise(n: usize, seed: u64) -> Vec<(f64, f64)> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        (0..n).map(|_| (next(), next())).collect()
+    }
+
+    fn values_of(lit: &Literal) -> Vec<(f64, f64)> {
+        match lit.ty.element_type {
+            ElementType::C128 => parts(lit),
+            ElementType::C64 => to_f32(&lit_bytes(
+                &[lit.data.len() as i64 / 4],
+                ElementType::F32,
+                lit.data.to_vec(),
+            ))
+            .chunks_exact(2)
+            .map(|p| (p[0] as f64, p[1] as f64))
+            .collect(),
+            ElementType::F64 => to_f64(lit).into_iter().map(|v| (v, 0.0)).collect(),
+            _ => to_f32(lit).into_iter().map(|v| (v as f64, 0.0)).collect(),
+        }
+    }
+
+    fn literal(shape: &[usize], et: ElementType, v: &[(f64, f64)]) -> Literal {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let bytes: Vec<u8> = match et {
+            ElementType::C128 => v
+                .iter()
+                .flat_map(|p| [p.0.to_le_bytes(), p.1.to_le_bytes()].concat())
+                .collect(),
+            ElementType::C64 => v
+                .iter()
+                .flat_map(|p| [(p.0 as f32).to_le_bytes(), (p.1 as f32).to_le_bytes()].concat())
+                .collect(),
+            ElementType::F64 => v.iter().flat_map(|p| p.0.to_le_bytes()).collect(),
+            _ => v.iter().flat_map(|p| (p.0 as f32).to_le_bytes()).collect(),
+        };
+        lit_bytes(&dims, et, bytes)
+    }
+
+    /// The operand's values as the oracle sees them (rounded to the operand's type).
+    fn rounded(shape: &[usize], et: ElementType, v: &[(f64, f64)]) -> Vec<(f64, f64)> {
+        values_of(&literal(shape, et, v))
+    }
+
+    fn assert_near(got: &[(f64, f64)], want: &[(f64, f64)], tol: f64, what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        let scale = want
+            .iter()
+            .fold(1.0f64, |m, p| m.max(p.0.abs()).max(p.1.abs()));
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g.0 - w.0).abs() <= tol * scale && (g.1 - w.1).abs() <= tol * scale,
+                "{what}: element {i}: {g:?} vs {w:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn planned_transforms_match_a_direct_dft() {
+        // Lengths with radix-2/3/5 factors, primes (Bluestein above rustfft's small
+        // kernels), ones, over one to three axes; enough lines to split over threads.
+        let shapes: &[(&[usize], usize)] = &[
+            (&[8], 1),
+            (&[7], 1),
+            (&[3, 12], 1),
+            (&[64, 96], 1),
+            (&[2, 6, 5], 2),
+            (&[4, 1, 9], 2),
+            (&[2, 3, 10, 4], 3),
+            (&[3, 97], 1),
+            (&[40, 33], 2),
+            (&[130, 256], 2),
+        ];
+        for (seed, &(shape, k)) in shapes.iter().enumerate() {
+            let rank = shape.len();
+            let n: usize = shape.iter().product();
+            let lens: Vec<i64> = shape[rank - k..].iter().map(|&d| d as i64).collect();
+            let total: usize = shape[rank - k..].iter().product();
+            let x = noise(n, seed as u64 + 1);
+            for (cet, ret, tol) in [
+                (ElementType::C128, ElementType::F64, 1e-11),
+                (ElementType::C64, ElementType::F32, 2e-5),
+            ] {
+                let what = format!("{shape:?} over {k} axes, {cet}");
+                // FFT and IFFT against the direct DFT of the rounded operand.
+                for (kind, inverse) in [(FftType::Fft, false), (FftType::Ifft, true)] {
+                    let input = rounded(shape, cet, &x);
+                    let mut want = input.clone();
+                    for axis in rank - k..rank {
+                        want = direct_dft(&want, shape, axis, inverse);
+                    }
+                    if inverse {
+                        want.iter_mut()
+                            .for_each(|p| *p = (p.0 / total as f64, p.1 / total as f64));
+                    }
+                    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+                    let got = run_op(
+                        OpKind::Fft,
+                        &[literal(shape, cet, &x)],
+                        t(&dims, cet),
+                        attrs(kind, &lens),
+                    )
+                    .unwrap();
+                    assert_near(&values_of(&got), &want, tol, &format!("{kind:?} {what}"));
+                }
+                // RFFT: the direct DFT of the real operand, last axis cut to n/2 + 1.
+                let real: Vec<(f64, f64)> = rounded(shape, ret, &x);
+                let mut full = real.clone();
+                for axis in rank - k..rank {
+                    full = direct_dft(&full, shape, axis, false);
+                }
+                let last = shape[rank - 1];
+                let half = last / 2 + 1;
+                let spectrum: Vec<(f64, f64)> = full
+                    .chunks_exact(last)
+                    .flat_map(|l| l[..half].to_vec())
+                    .collect();
+                let mut half_shape = shape.to_vec();
+                half_shape[rank - 1] = half;
+                let half_dims: Vec<i64> = half_shape.iter().map(|&d| d as i64).collect();
+                let got = run_op(
+                    OpKind::Fft,
+                    &[literal(shape, ret, &x)],
+                    t(&half_dims, cet),
+                    attrs(FftType::Rfft, &lens),
+                )
+                .unwrap();
+                assert_near(&values_of(&got), &spectrum, tol, &format!("Rfft {what}"));
+                // IRFFT of that spectrum gives the real operand back, also when the
+                // imaginary parts it ignores (first entry, and last for even lengths) are
+                // not zero.
+                let mut spoiled = spectrum.clone();
+                for line in spoiled.chunks_exact_mut(half) {
+                    line[0].1 += 3.0;
+                    if last % 2 == 0 {
+                        line[half - 1].1 -= 2.0;
+                    }
+                }
+                let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+                for input in [&spectrum, &spoiled] {
+                    let got = run_op(
+                        OpKind::Fft,
+                        &[literal(&half_shape, cet, input)],
+                        t(&dims, ret),
+                        attrs(FftType::Irfft, &lens),
+                    )
+                    .unwrap();
+                    assert_near(&values_of(&got), &real, tol * 4.0, &format!("Irfft {what}"));
+                }
+            }
         }
     }
 

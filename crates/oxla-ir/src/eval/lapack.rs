@@ -13,10 +13,13 @@
 //!
 //! Matrices are read and written as logical (row-major) tensors: the column-major
 //! `operand_layouts`/`result_layouts` JAX attaches only describe the physical buffers of a
-//! LAPACK call, not the values. Leading dimensions are batch dimensions. Every routine
-//! computes in `complex<f64>` (the real Schur form in `f64`) whatever the element type (real
-//! data stays real: every operation on it keeps a zero imaginary part) and rounds once to the
-//! result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
+//! LAPACK call, not the values. Leading dimensions are batch dimensions. On real f32/f64
+//! matrices `potrf`, `getrf`, `syevd`, `gesdd` and `trsm` run [`super::dense`]'s blocked
+//! kernels in the matrices' own precision, falling back to the general path where LAPACK's
+//! answer depends on details of the algorithm (a failing pivot, non-finite entries). The
+//! general path computes in `complex<f64>` (the real Schur form in `f64`) whatever the
+//! element type (real data stays real: every operation on it keeps a zero imaginary part)
+//! and rounds once to the result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
 //! ... as `ui8` characters). Where LAPACK leaves a choice open (the phase of eigenvectors and
 //! singular vectors, the order of `geev`'s eigenvalues) the results are valid but may differ
 //! from LAPACK's: eigen- and singular vectors come from Jacobi rotations, general eigenvalues
@@ -24,7 +27,9 @@
 
 use super::context::OpCx;
 use super::convert::convert_array;
+use super::dense;
 use super::element::{decode, encode, Array};
+use super::typed::{to_bytes, view_bytes};
 use crate::{Attribute, ElementType, IrError, Literal, Op, TensorType};
 use num_complex::Complex64;
 
@@ -220,6 +225,118 @@ fn with(dims: &[i64], tail: &[usize]) -> Vec<i64> {
         .collect()
 }
 
+/// `$f::<f32>(..)` or `$f::<f64>(..)` for a real `$et`: a fast path's answer, `None` for
+/// complex element types.
+macro_rules! on_real {
+    ($et:expr, $f:ident($($arg:expr),* $(,)?)) => {
+        match $et {
+            ElementType::F32 => $f::<f32>($($arg),*),
+            ElementType::F64 => $f::<f64>($($arg),*),
+            _ => None,
+        }
+    };
+}
+
+/// A literal of `ty` holding `values`.
+fn real_literal<T: dense::Real>(values: &[T], ty: &TensorType) -> Option<Literal> {
+    Literal::new(ty.clone(), to_bytes(values)).ok()
+}
+
+/// The `batch` matrices of `size` elements of `a` and a mutable copy, when every
+/// `step(matrix, copy)` succeeds.
+fn each_matrix<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    size: usize,
+    mut step: impl FnMut(&[T], &mut [T]) -> Option<()>,
+) -> Option<Vec<T>> {
+    let values = view_bytes::<T>(&a.data);
+    let mut out = values.to_vec();
+    for b in 0..batch {
+        let at = b * size..(b + 1) * size;
+        step(&values[at.clone()], &mut out[at])?;
+    }
+    Some(out)
+}
+
+fn potrf_real<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    n: usize,
+    lower: bool,
+    ty: &TensorType,
+) -> Option<Literal> {
+    let out = each_matrix::<T>(a, batch, n * n, |x, out| dense::cholesky(x, n, lower, out))?;
+    real_literal(&out, ty)
+}
+
+fn getrf_real<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    m: usize,
+    n: usize,
+    ty: &TensorType,
+) -> Option<(Literal, Vec<i32>)> {
+    let mut pivots = Vec::with_capacity(batch * m.min(n));
+    let out = each_matrix::<T>(a, batch, m * n, |_, out| {
+        pivots.extend(dense::lu(out, m, n)?);
+        Some(())
+    })?;
+    Some((real_literal(&out, ty)?, pivots))
+}
+
+fn syevd_real<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    n: usize,
+    lower: bool,
+    vectors: bool,
+    v_ty: &TensorType,
+    w_ty: &TensorType,
+) -> Option<(Literal, Literal)> {
+    let mut ws = Vec::with_capacity(batch * n);
+    let vs = each_matrix::<T>(a, batch, n * n, |x, out| {
+        let (w, v) = dense::eigh(x, n, lower, vectors)?;
+        ws.extend(w);
+        if vectors {
+            out.copy_from_slice(&v);
+        }
+        Some(())
+    })?;
+    Some((real_literal(&vs, v_ty)?, real_literal(&ws, w_ty)?))
+}
+
+/// `gesdd` on real matrices: the singular values, `U` and `V^T` (zeros without vectors,
+/// the placeholders' sizes).
+fn gesdd_real<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    m: usize,
+    n: usize,
+    mode: char,
+    [s_ty, u_ty, vt_ty]: [&TensorType; 3],
+) -> Option<(Literal, Literal, Literal)> {
+    let values = view_bytes::<T>(&a.data);
+    let (u_len, vt_len) = (u_ty.num_elements()?, vt_ty.num_elements()?);
+    let mut ss = Vec::with_capacity(batch * m.min(n));
+    let (mut us, mut vts) = (Vec::with_capacity(u_len), Vec::with_capacity(vt_len));
+    for b in 0..batch {
+        let (s, u, vt) = dense::svd(&values[b * m * n..(b + 1) * m * n], m, n, mode)?;
+        ss.extend(s);
+        us.extend(u);
+        vts.extend(vt);
+    }
+    if mode == 'N' {
+        us = vec![T::default(); u_len];
+        vts = vec![T::default(); vt_len];
+    }
+    Some((
+        real_literal(&ss, s_ty)?,
+        real_literal(&us, u_ty)?,
+        real_literal(&vts, vt_ty)?,
+    ))
+}
+
 /// The custom call's target name and what `parse` makes of it; an error when it has none
 /// or `parse` does not know it.
 pub(super) fn known_target<'a, T>(
@@ -248,19 +365,20 @@ pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal
         return Err(cx.invalid(format!("`{target}` takes {et} matrices, got {}", a.ty)));
     }
     let (batch_dims, batch, m, n) = matrix_dims(cx, &a.ty)?;
-    let values = to_complex(cx, a)?;
+    // The routines with a fast path for real matrices decode the operand themselves.
+    let values = || to_complex(cx, a);
     match routine {
-        Routine::Potrf => potrf_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Getrf => getrf_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Geqrf => geqrf_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Orgqr => orgqr_call(cx, &values, args[1], &batch_dims, batch, m, n, et),
-        Routine::Syevd => syevd_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Gesdd => gesdd_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Gehrd => gehrd_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Geev => geev_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Gees => gees_call(cx, &values, &batch_dims, batch, m, n, et),
-        Routine::Geqp3 => geqp3_call(cx, &values, args[1], &batch_dims, batch, m, n, et),
-        Routine::Sytrd => sytrd_call(cx, &values, &batch_dims, batch, m, n, et),
+        Routine::Potrf => potrf_call(cx, a, &batch_dims, batch, m, n, et),
+        Routine::Getrf => getrf_call(cx, a, &batch_dims, batch, m, n, et),
+        Routine::Syevd => syevd_call(cx, a, &batch_dims, batch, m, n, et),
+        Routine::Gesdd => gesdd_call(cx, a, &batch_dims, batch, m, n, et),
+        Routine::Geqrf => geqrf_call(cx, &values()?, &batch_dims, batch, m, n, et),
+        Routine::Orgqr => orgqr_call(cx, &values()?, args[1], &batch_dims, batch, m, n, et),
+        Routine::Gehrd => gehrd_call(cx, &values()?, &batch_dims, batch, m, n, et),
+        Routine::Geev => geev_call(cx, &values()?, &batch_dims, batch, m, n, et),
+        Routine::Gees => gees_call(cx, &values()?, &batch_dims, batch, m, n, et),
+        Routine::Geqp3 => geqp3_call(cx, &values()?, args[1], &batch_dims, batch, m, n, et),
+        Routine::Sytrd => sytrd_call(cx, &values()?, &batch_dims, batch, m, n, et),
         Routine::Trsm => trsm_call(cx, args),
     }
 }
@@ -287,7 +405,7 @@ fn trsm_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal>, IrError> {
 
 fn potrf_call(
     cx: OpCx<'_>,
-    values: &[C],
+    a: &Literal,
     batch_dims: &[i64],
     batch: usize,
     m: usize,
@@ -301,7 +419,10 @@ fn potrf_call(
     let lower = config_char(cx, "uplo", 'L', "LU")? == 'L';
     let a_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
     let info_ty = expect_result(cx, 1, batch_dims, ElementType::S32)?;
-    let mut out = values.to_vec();
+    if let Some(factor) = on_real!(et, potrf_real(a, batch, n, lower, a_ty)) {
+        return Ok(vec![factor, from_i32(vec![0; batch], info_ty)?]);
+    }
+    let mut out = to_complex(cx, a)?;
     let mut infos = Vec::with_capacity(batch);
     for b in 0..batch {
         infos.push(potrf(&mut out[b * n * n..(b + 1) * n * n], n, lower));
@@ -311,7 +432,7 @@ fn potrf_call(
 
 fn getrf_call(
     cx: OpCx<'_>,
-    values: &[C],
+    a: &Literal,
     batch_dims: &[i64],
     batch: usize,
     m: usize,
@@ -323,7 +444,14 @@ fn getrf_call(
     let a_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
     let piv_ty = expect_result(cx, 1, &with(batch_dims, &[k]), ElementType::S32)?;
     let info_ty = expect_result(cx, 2, batch_dims, ElementType::S32)?;
-    let mut out = values.to_vec();
+    if let Some((factors, pivots)) = on_real!(et, getrf_real(a, batch, m, n, a_ty)) {
+        return Ok(vec![
+            factors,
+            from_i32(pivots, piv_ty)?,
+            from_i32(vec![0; batch], info_ty)?,
+        ]);
+    }
+    let mut out = to_complex(cx, a)?;
     let mut pivots = Vec::with_capacity(batch * k);
     let mut infos = Vec::with_capacity(batch);
     for b in 0..batch {
@@ -403,7 +531,7 @@ fn orgqr_call(
 
 fn syevd_call(
     cx: OpCx<'_>,
-    values: &[C],
+    a: &Literal,
     batch_dims: &[i64],
     batch: usize,
     m: usize,
@@ -419,6 +547,10 @@ fn syevd_call(
     let v_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
     let w_ty = expect_result(cx, 1, &with(batch_dims, &[n]), real_of(et))?;
     let info_ty = expect_result(cx, 2, batch_dims, ElementType::S32)?;
+    if let Some((v, w)) = on_real!(et, syevd_real(a, batch, n, lower, vectors, v_ty, w_ty)) {
+        return Ok(vec![v, w, from_i32(vec![0; batch], info_ty)?]);
+    }
+    let values = &to_complex(cx, a)?;
     let mut vs = Vec::with_capacity(batch * n * n);
     let mut ws = Vec::with_capacity(batch * n);
     for b in 0..batch {
@@ -439,7 +571,7 @@ fn syevd_call(
 
 fn gesdd_call(
     cx: OpCx<'_>,
-    values: &[C],
+    a: &Literal,
     batch_dims: &[i64],
     batch: usize,
     m: usize,
@@ -465,6 +597,16 @@ fn gesdd_call(
     let info_ty = expect_result(cx, 4, batch_dims, ElementType::S32)?;
     let u_len = u_ty.num_elements().unwrap_or(0);
     let vt_len = vt_ty.num_elements().unwrap_or(0);
+    if let Some((s, u, vt)) = on_real!(et, gesdd_real(a, batch, m, n, mode, [s_ty, u_ty, vt_ty])) {
+        return Ok(vec![
+            a.clone(),
+            s,
+            u,
+            vt,
+            from_i32(vec![0; batch], info_ty)?,
+        ]);
+    }
+    let values = &to_complex(cx, a)?;
     let mut ss = Vec::with_capacity(batch * k);
     let mut us = Vec::with_capacity(u_len);
     let mut vts = Vec::with_capacity(vt_len);
@@ -2664,6 +2806,241 @@ mod tests {
             &[("side", 'L')],
         )
         .is_err());
+    }
+
+    /// `values` (real parts only) as a literal of the real type `et` or as complex<f64>.
+    fn real_input(shape: &[i64], values: &[C], et: ElementType) -> Literal {
+        encode(
+            &convert_array(&Array::C128(values.to_vec()), et),
+            TensorType::new(shape.to_vec(), et),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn real_fast_paths_agree_with_the_general_path() {
+        // The same real matrices through the `d`/`s` targets (faer's kernels, in their
+        // own precision) and the `z` targets (the general complex<f64> path); sizes past
+        // faer's block sizes, rectangular shapes, batches.
+        let reals = |lit: &Literal| -> Vec<f64> { to_c(lit).iter().map(|z| z.re).collect() };
+        #[derive(Clone, Copy)]
+        enum Kind {
+            Matrix,
+            Real,
+            Int,
+        }
+        for (et, letter, tol) in [(ElementType::F64, 'd', 1e-9), (ElementType::F32, 's', 2e-3)] {
+            for &(batch, m, n) in &[
+                (1, 1, 1),
+                (2, 5, 5),
+                (1, 70, 70),
+                (1, 9, 4),
+                (2, 4, 9),
+                (1, 130, 64),
+            ] {
+                let shape = [batch as i64, m as i64, n as i64];
+                let k = m.min(n);
+                let a: Vec<C> = (0..batch)
+                    .flat_map(|b| random(m, n, false, 50 + b as u64))
+                    .collect();
+                let run =
+                    |name: &str, results: &[(Vec<i64>, Kind)], cfg: &[(&str, char)], z: bool| {
+                        let (target, in_et) = if z {
+                            (format!("lapack_z{name}_ffi"), ElementType::C128)
+                        } else {
+                            (format!("lapack_{letter}{name}_ffi"), et)
+                        };
+                        let types: Vec<Type> = results
+                            .iter()
+                            .map(|(s, e)| {
+                                t(
+                                    s,
+                                    match e {
+                                        Kind::Matrix => in_et,
+                                        Kind::Real => real_of(in_et),
+                                        Kind::Int => ElementType::S32,
+                                    },
+                                )
+                            })
+                            .collect();
+                        call(&target, &[real_input(&shape, &a, in_et)], &types, cfg).unwrap()
+                    };
+                // LU: the same pivots, the same factors.
+                let lu_types = [
+                    (shape.to_vec(), Kind::Matrix),
+                    (vec![batch as i64, k as i64], Kind::Int),
+                    (vec![batch as i64], Kind::Int),
+                ];
+                let (fast, general) = (
+                    run("getrf", &lu_types, &[], false),
+                    run("getrf", &lu_types, &[], true),
+                );
+                assert_eq!(
+                    to_i32(&fast[1]),
+                    to_i32(&general[1]),
+                    "{letter} getrf {m}x{n} pivots"
+                );
+                assert_eq!(to_i32(&fast[2]), vec![0; batch]);
+                assert_close(&to_c(&fast[0]), &to_c(&general[0]), tol * m as f64);
+                // SVD: the same singular values; U S V^T gives a back.
+                let sv_types = |uc: usize, vr: usize| {
+                    [
+                        (shape.to_vec(), Kind::Matrix),
+                        (vec![batch as i64, k as i64], Kind::Real),
+                        (vec![batch as i64, m as i64, uc as i64], Kind::Matrix),
+                        (vec![batch as i64, vr as i64, n as i64], Kind::Matrix),
+                        (vec![batch as i64], Kind::Int),
+                    ]
+                };
+                for (mode, uc, vr) in [('A', m, n), ('S', k, k), ('N', m, n)] {
+                    let fast = run("gesdd", &sv_types(uc, vr), &[("mode", mode)], false);
+                    let general = run("gesdd", &sv_types(uc, vr), &[("mode", mode)], true);
+                    let s = reals(&fast[1]);
+                    let want = reals(&general[1]);
+                    for (x, y) in s.iter().zip(&want) {
+                        assert!(
+                            (x - y).abs() <= tol * m as f64,
+                            "{letter} gesdd {mode}: {x} vs {y}"
+                        );
+                    }
+                    if mode == 'N' {
+                        continue;
+                    }
+                    let (u, vt) = (to_c(&fast[2]), to_c(&fast[3]));
+                    for b in 0..batch {
+                        let us: Vec<C> = (0..m * k)
+                            .map(|q| u[b * m * uc + (q / k) * uc + q % k] * s[b * k + q % k])
+                            .collect();
+                        let vtk = &vt[b * vr * n..(b * vr + k) * n];
+                        assert_close(
+                            &matmul(&us, vtk, m, k, n),
+                            &a[b * m * n..(b + 1) * m * n],
+                            tol * m as f64,
+                        );
+                    }
+                }
+                if m != n {
+                    continue;
+                }
+                // Symmetric and positive definite matrices from a.
+                let sym: Vec<C> = (0..batch)
+                    .flat_map(|b| {
+                        let x = &a[b * n * n..(b + 1) * n * n];
+                        let mut p = matmul(x, &adjoint(x, n, n), n, n, n);
+                        for d in 0..n {
+                            p[d * n + d] += n as f64;
+                        }
+                        p
+                    })
+                    .collect();
+                let run_sym =
+                    |name: &str, results: &[(Vec<i64>, Kind)], cfg: &[(&str, char)], z: bool| {
+                        let (target, in_et) = if z {
+                            (format!("lapack_z{name}_ffi"), ElementType::C128)
+                        } else {
+                            (format!("lapack_{letter}{name}_ffi"), et)
+                        };
+                        let types: Vec<Type> = results
+                            .iter()
+                            .map(|(s, e)| {
+                                t(
+                                    s,
+                                    match e {
+                                        Kind::Matrix => in_et,
+                                        Kind::Real => real_of(in_et),
+                                        Kind::Int => ElementType::S32,
+                                    },
+                                )
+                            })
+                            .collect();
+                        call(&target, &[real_input(&shape, &sym, in_et)], &types, cfg).unwrap()
+                    };
+                let scale = tol * (n * n) as f64;
+                for uplo in ['L', 'U'] {
+                    let types = [
+                        (shape.to_vec(), Kind::Matrix),
+                        (vec![batch as i64], Kind::Int),
+                    ];
+                    let fast = run_sym("potrf", &types, &[("uplo", uplo)], false);
+                    let general = run_sym("potrf", &types, &[("uplo", uplo)], true);
+                    assert_eq!(to_i32(&fast[1]), vec![0; batch]);
+                    assert_close(&to_c(&fast[0]), &to_c(&general[0]), scale);
+                    let types = [
+                        (shape.to_vec(), Kind::Matrix),
+                        (vec![batch as i64, n as i64], Kind::Real),
+                        (vec![batch as i64], Kind::Int),
+                    ];
+                    let fast = run_sym("syevd", &types, &[("uplo", uplo), ("mode", 'V')], false);
+                    let general = run_sym("heevd", &types, &[("uplo", uplo), ("mode", 'V')], true);
+                    let (w, want) = (reals(&fast[1]), reals(&general[1]));
+                    for (x, y) in w.iter().zip(&want) {
+                        assert!((x - y).abs() <= scale, "{letter} syevd: {x} vs {y}");
+                    }
+                    let v = to_c(&fast[0]);
+                    for b in 0..batch {
+                        let vb = &v[b * n * n..(b + 1) * n * n];
+                        let av = matmul(&sym[b * n * n..(b + 1) * n * n], vb, n, n, n);
+                        let vw: Vec<C> = (0..n * n).map(|q| vb[q] * w[b * n + q % n]).collect();
+                        assert_close(&av, &vw, scale);
+                    }
+                }
+                // Triangular solves against the general path's, the other triangle holding
+                // values the solve must not read.
+                let rhs: Vec<C> = (0..batch)
+                    .flat_map(|b| random(n, 3, false, 90 + b as u64))
+                    .collect();
+                let tri: Vec<C> = a
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &x)| {
+                        if (q % (n * n)) / n == q % n {
+                            x + 4.0
+                        } else {
+                            x
+                        }
+                    })
+                    .collect();
+                for side in ['L', 'R'] {
+                    for uplo in ['L', 'U'] {
+                        for trans in ['N', 'T'] {
+                            for diag in ['N', 'U'] {
+                                let b_shape = if side == 'L' {
+                                    [batch as i64, n as i64, 3]
+                                } else {
+                                    [batch as i64, 3, n as i64]
+                                };
+                                let cfg = [
+                                    ("side", side),
+                                    ("uplo", uplo),
+                                    ("trans_x", trans),
+                                    ("diag", diag),
+                                ];
+                                let solve = |z: bool| {
+                                    let (target, in_et) = if z {
+                                        ("lapack_ztrsm_ffi".to_string(), ElementType::C128)
+                                    } else {
+                                        (format!("lapack_{letter}trsm_ffi"), et)
+                                    };
+                                    to_c(
+                                        &call(
+                                            &target,
+                                            &[
+                                                real_input(&shape, &tri, in_et),
+                                                real_input(&b_shape, &rhs, in_et),
+                                            ],
+                                            &[t(&b_shape, in_et)],
+                                            &cfg,
+                                        )
+                                        .unwrap()[0],
+                                    )
+                                };
+                                assert_close(&solve(false), &solve(true), tol * n as f64);
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! `cholesky` and `triangular_solve` on batched square matrices.
 //!
-//! Both compute in `complex<f64>` whatever the float type, then round once to the result
-//! type, so one routine serves f16 to complex<f64>. Cholesky writes zeros to the triangle
+//! Real f32 and f64 matrices take [`super::dense`]'s blocked kernels in their own precision.
+//! Otherwise both compute in `complex<f64>` whatever the float type, then round once to the
+//! result type, so one routine serves f16 to complex<f64>. Cholesky writes zeros to the triangle
 //! it does not compute (the spec leaves it implementation-defined); a matrix that is not
 //! positive definite yields NaN from the first failing pivot on, as XLA does.
 
 use super::context::OpCx;
 use super::convert::convert_array;
+use super::dense;
 use super::element::{decode, encode, Array};
+use super::typed::{to_bytes, view_bytes};
 use crate::attrs::Transpose;
-use crate::{Attribute, IrError, Literal, TensorType};
+use crate::{Attribute, ElementType, IrError, Literal, TensorType};
 use num_complex::Complex64;
 
 fn to_complex(cx: OpCx<'_>, lit: &Literal) -> Result<Vec<Complex64>, IrError> {
@@ -65,6 +68,23 @@ fn cholesky_lower(a: &[Complex64], n: usize) -> Vec<Complex64> {
     l
 }
 
+/// `cholesky` of real matrices on the fast path: the factor's triangle, zeros elsewhere;
+/// `None` when some matrix is not positive definite (the general path gives its NaNs).
+fn cholesky_real<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    n: usize,
+    lower: bool,
+) -> Option<Literal> {
+    let values = view_bytes::<T>(&a.data);
+    let mut out = vec![T::default(); values.len()];
+    for b in 0..batch {
+        let at = b * n * n..(b + 1) * n * n;
+        dense::cholesky(&values[at.clone()], n, lower, &mut out[at])?;
+    }
+    Literal::new(a.ty.clone(), to_bytes(&out)).ok()
+}
+
 /// Evaluates `cholesky`.
 pub(crate) fn cholesky(cx: OpCx<'_>, a: &Literal) -> Result<Literal, IrError> {
     let out_ty = cx.result_tensor(0)?;
@@ -73,6 +93,14 @@ pub(crate) fn cholesky(cx: OpCx<'_>, a: &Literal) -> Result<Literal, IrError> {
     }
     let (batch, n) = square(cx, &a.ty)?;
     let lower = cx.flag("lower", false)?;
+    let fast = match a.ty.element_type {
+        ElementType::F32 => cholesky_real::<f32>(a, batch, n, lower),
+        ElementType::F64 => cholesky_real::<f64>(a, batch, n, lower),
+        _ => None,
+    };
+    if let Some(out) = fast {
+        return Ok(out);
+    }
     let values = to_complex(cx, a)?;
     let mut out = Vec::with_capacity(values.len());
     for b in 0..batch {
@@ -165,6 +193,11 @@ pub(crate) fn solve_triangular(
             b.ty.shape
         )));
     }
+    match a.ty.element_type {
+        ElementType::F32 => return solve_real::<f32>(a, b, batch, n, (b_rows, b_cols), system),
+        ElementType::F64 => return solve_real::<f64>(a, b, batch, n, (b_rows, b_cols), system),
+        _ => {}
+    }
     let av = to_complex(cx, a)?;
     let bv = to_complex(cx, b)?;
     let mut out = Vec::with_capacity(bv.len());
@@ -204,6 +237,30 @@ pub(crate) fn solve_triangular(
         }
     }
     from_complex(out, out_ty)
+}
+
+/// [`solve_triangular`] for real matrices, in their own precision.
+fn solve_real<T: dense::Real>(
+    a: &Literal,
+    b: &Literal,
+    batch: usize,
+    n: usize,
+    (rows, cols): (usize, usize),
+    system: &TriangularSolve,
+) -> Result<Literal, IrError> {
+    let av = view_bytes::<T>(&a.data);
+    let mut x = view_bytes::<T>(&b.data).into_owned();
+    for bi in 0..batch {
+        dense::solve_triangular(
+            &av[bi * n * n..(bi + 1) * n * n],
+            n,
+            &mut x[bi * rows * cols..(bi + 1) * rows * cols],
+            rows,
+            cols,
+            system,
+        );
+    }
+    Literal::new(b.ty.clone(), to_bytes(&x))
 }
 
 #[cfg(test)]

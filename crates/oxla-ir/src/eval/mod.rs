@@ -33,6 +33,7 @@ mod cache;
 mod collective;
 mod complex;
 mod conv;
+mod dense;
 mod fft;
 mod gather_scatter;
 mod lapack;
