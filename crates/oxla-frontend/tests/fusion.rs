@@ -1501,6 +1501,88 @@ fn small_loops_compile_without_changing_bits() {
     assert_fusion_invisible(&module, &args, "interpreted loops");
 }
 
+/// A loop that moves elements as JAX's LU-pivots-to-permutation loop does (dynamic slices
+/// of the state at the counter and at a pivot read from a captured value, single-element
+/// scatters that replace or add, some pivots out of bounds), plus a two-dimensional
+/// dynamic slice and update at clamped starts and a scatter at a two-entry index vector
+/// mapped to the operand's dimensions in reverse order.
+const MOVING_LOOP: &str = r#"func.func @main(%perm: tensor<8xi32>, %piv: tensor<8xi32>, %m: tensor<4x6xf32>, %v: tensor<2x3xf32>, %rc: tensor<2xi32>) -> (tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:5 = stablehlo.while(%i = %c0, %p = %perm, %x = %m, %acc = %c0, %h = %perm) : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>
+  cond {
+    %lim = stablehlo.constant dense<8> : tensor<i32>
+    %q = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %q : tensor<i1>
+  } do {
+    %pi = stablehlo.dynamic_slice %piv, %i, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
+    %pis = stablehlo.reshape %pi : (tensor<1xi32>) -> tensor<i32>
+    %cv = stablehlo.convert %pis : tensor<i32>
+    %a1 = stablehlo.dynamic_slice %p, %i, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
+    %a = stablehlo.reshape %a1 : (tensor<1xi32>) -> tensor<i32>
+    %b1 = stablehlo.dynamic_slice %p, %cv, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
+    %b = stablehlo.reshape %b1 : (tensor<1xi32>) -> tensor<i32>
+    %ib = stablehlo.broadcast_in_dim %i, dims = [] : (tensor<i32>) -> tensor<1xi32>
+    %p1 = "stablehlo.scatter"(%p, %ib, %b) <{indices_are_sorted = true, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>, unique_indices = true}> ({
+    ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):
+      stablehlo.return %u1 : tensor<i32>
+    }) : (tensor<8xi32>, tensor<1xi32>, tensor<i32>) -> tensor<8xi32>
+    %cb = stablehlo.broadcast_in_dim %cv, dims = [] : (tensor<i32>) -> tensor<1xi32>
+    %p2 = "stablehlo.scatter"(%p1, %cb, %a) <{indices_are_sorted = true, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>, unique_indices = true}> ({
+    ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):
+      stablehlo.return %u1 : tensor<i32>
+    }) : (tensor<8xi32>, tensor<1xi32>, tensor<i32>) -> tensor<8xi32>
+    %h2 = "stablehlo.scatter"(%h, %cb, %a) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>}> ({
+    ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):
+      %s = stablehlo.add %u0, %u1 : tensor<i32>
+      stablehlo.return %s : tensor<i32>
+    }) : (tensor<8xi32>, tensor<1xi32>, tensor<i32>) -> tensor<8xi32>
+    %w = stablehlo.dynamic_slice %x, %cv, %i, sizes = [2, 3] : (tensor<4x6xf32>, tensor<i32>, tensor<i32>) -> tensor<2x3xf32>
+    %w2 = stablehlo.add %w, %v : tensor<2x3xf32>
+    %x2 = stablehlo.dynamic_update_slice %x, %w2, %i, %cv : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<4x6xf32>
+    %e1 = stablehlo.dynamic_slice %w2, %c0, %c0, sizes = [1, 1] : (tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x1xf32>
+    %e = stablehlo.reshape %e1 : (tensor<1x1xf32>) -> tensor<f32>
+    %x3 = "stablehlo.scatter"(%x2, %rc, %e) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = [1, 0]>}> ({
+    ^bb0(%u0: tensor<f32>, %u1: tensor<f32>):
+      %s = stablehlo.multiply %u0, %u1 : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<4x6xf32>, tensor<2xi32>, tensor<f32>) -> tensor<4x6xf32>
+    %acc2 = stablehlo.add %acc, %a : tensor<i32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j, %p2, %x3, %acc2, %h2 : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>
+  }
+  return %r#1, %r#2, %r#3, %r#4 : tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>
+}
+"#;
+
+#[test]
+fn loops_that_move_elements_compile_without_changing_results() {
+    let module = parse_text(MOVING_LOOP).expect("parses");
+    assert_eq!(compiled_loops(&module, "main"), vec![true]);
+    let ints = |shape: Vec<i64>, v: &[i32]| {
+        let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Literal::new(TensorType::new(shape, ElementType::S32), bytes).expect("sized literal")
+    };
+    let mut rng = Rng(11);
+    let perm = ints(vec![8], &[3, 1, 4, 0, 7, 5, 2, 6]);
+    // Pivots inside the state and out of it on both sides; index vectors inside the matrix
+    // (row 2 of 4, column 5 of 6: reversed, (5, 2) names it) and out of it.
+    for (piv, rc) in [
+        ([7, 1, 5, 3, 6, 5, 7, 7], [5, 2]),
+        ([-3, 9, 2, 100, 0, -1, 8, 4], [2, 5]),
+        ([0, 0, 0, 0, 0, 0, 0, 0], [-1, 0]),
+    ] {
+        let args = [
+            perm.clone(),
+            ints(vec![8], &piv),
+            literal(&mut rng, &TensorType::new(vec![4, 6], ElementType::F32)),
+            literal(&mut rng, &TensorType::new(vec![2, 3], ElementType::F32)),
+            ints(vec![2], &rc),
+        ];
+        assert_fusion_invisible(&module, &args, "compiled moving loop");
+    }
+}
+
 /// A counted loop over two f32 states of `len` elements whose body is a random chain of the
 /// f32 ops compiled loops evaluate in registers; with `split`, broken in the middle by a
 /// compare and a select (so values cross from one register run to the next, and some are

@@ -10,7 +10,12 @@
 //!
 //! The instructions call the same element kernels as the op-by-op path
 //! (`Float::map_common`, `zip_bytes`, `compare_bytes`), so a compiled loop gives
-//! the interpreter's bits. Loops with any other op, a value over [`MAX_ELEMENTS`] elements,
+//! the interpreter's bits. Besides elementwise ops, broadcasts and reshapes, a loop may
+//! move elements: `dynamic_slice` and `dynamic_update_slice` (starts clamped as the spec
+//! says), and a `scatter` of one element at one index vector that replaces or combines with
+//! a commutative op (skipped when the index is out of bounds): a `fori_loop`'s
+//! `x.at[i].set(v)`, and JAX's loop turning LU pivots into a permutation. Loops with any
+//! other op, a value over [`MAX_ELEMENTS`] elements,
 //! or an element type other than f32, f64, the 32- and 64-bit integers and `i1` run in the
 //! interpreter.
 
@@ -60,6 +65,26 @@ enum Inst {
     Select(usize, usize, usize, usize),
     /// `dst` = every element `src`'s single one, or `src`'s bytes (broadcasts, reshapes).
     Fill(usize, usize),
+    /// `dst` = the window of `src` at the (clamped) scalar starts.
+    DynamicSlice(usize, Vec<usize>, usize),
+    /// `dst` = the operand with the update written at the (clamped) scalar starts:
+    /// (operand, update, starts, dst).
+    DynamicUpdateSlice(usize, usize, Vec<usize>, usize),
+    /// `dst` = the operand with one element replaced by (`None`) or combined by the op with
+    /// the single-element update, where the index vector lands inside the operand.
+    ScatterOne(Box<ScatterOne>),
+}
+
+/// A single-element `scatter`: (operand, index vector, update, dst) slots, and the operand
+/// dimension each index entry addresses.
+#[derive(Clone, Debug)]
+struct ScatterOne {
+    operand: usize,
+    index: usize,
+    update: usize,
+    dst: usize,
+    to_operand: Vec<usize>,
+    combine: Option<OpKind>,
 }
 
 impl Inst {
@@ -69,6 +94,11 @@ impl Inst {
             Inst::Unary(_, a, _) | Inst::Fill(a, _) => vec![*a],
             Inst::Binary(_, a, b, _) | Inst::Compare(_, _, _, a, b, _) => vec![*a, *b],
             Inst::Select(p, t, f, _) => vec![*p, *t, *f],
+            Inst::DynamicSlice(a, starts, _) => [*a].iter().chain(starts).copied().collect(),
+            Inst::DynamicUpdateSlice(a, u, starts, _) => {
+                [*a, *u].iter().chain(starts).copied().collect()
+            }
+            Inst::ScatterOne(s) => vec![s.operand, s.index, s.update],
         }
     }
 
@@ -79,7 +109,10 @@ impl Inst {
             | Inst::Binary(_, _, _, d)
             | Inst::Compare(_, _, _, _, _, d)
             | Inst::Select(_, _, _, d)
-            | Inst::Fill(_, d) => *d,
+            | Inst::Fill(_, d)
+            | Inst::DynamicSlice(_, _, d)
+            | Inst::DynamicUpdateSlice(_, _, _, d) => *d,
+            Inst::ScatterOne(s) => s.dst,
         }
     }
 }
@@ -390,7 +423,7 @@ impl<'m> Builder<'m> {
                 }
                 continue;
             }
-            if !op.regions.is_empty() || op.results.len() != 1 {
+            if (!op.regions.is_empty() && op.kind != K::Scatter) || op.results.len() != 1 {
                 return None;
             }
             let invariant = operands.iter().all(|&s| self.invariant[s]);
@@ -469,6 +502,36 @@ impl<'m> Builder<'m> {
                 }
                 Inst::Select(operands[0], operands[1], operands[2], dst)
             }
+            K::Convert if operands.len() == 1 && slot(0).ty == out.ty => {
+                Inst::Fill(operands[0], dst)
+            }
+            K::DynamicSlice if operands.len() == 1 + out.ty.rank() => {
+                let src = slot(0);
+                let starts = &operands[1..];
+                let sizes = super::OpCx { op, func }.i64s("slice_sizes").ok()?;
+                if src.et != out.et || sizes != out.ty.shape || !self.scalars(starts) {
+                    return None;
+                }
+                Inst::DynamicSlice(operands[0], starts.to_vec(), dst)
+            }
+            K::DynamicUpdateSlice if operands.len() == 2 + out.ty.rank() => {
+                let (src, update) = (slot(0), slot(1));
+                let starts = &operands[2..];
+                let fits = update.ty.rank() == out.ty.rank()
+                    && update
+                        .ty
+                        .shape
+                        .iter()
+                        .zip(&out.ty.shape)
+                        .all(|(u, o)| u <= o);
+                if src.ty != out.ty || update.et != out.et || !fits || !self.scalars(starts) {
+                    return None;
+                }
+                Inst::DynamicUpdateSlice(operands[0], operands[1], starts.to_vec(), dst)
+            }
+            K::Scatter if operands.len() == 3 => {
+                Inst::ScatterOne(Box::new(self.scatter_one(func, op, operands, dst)?))
+            }
             K::BroadcastInDim | K::Reshape if operands.len() == 1 => {
                 let src = slot(0);
                 if src.et != out.et {
@@ -487,6 +550,82 @@ impl<'m> Builder<'m> {
                 Inst::Fill(operands[0], dst)
             }
             _ => return None,
+        })
+    }
+}
+
+impl Builder<'_> {
+    /// Whether every slot of `starts` holds one integer.
+    fn scalars(&self, starts: &[usize]) -> bool {
+        starts.iter().all(|&s| {
+            let s = &self.slots[s];
+            s.len == 1 && s.ty.rank() == 0 && s.et != ElementType::Pred && !s.et.is_float()
+        })
+    }
+
+    /// The [`ScatterOne`] form of a `scatter` (operands `[operand, indices, update]`): one
+    /// index vector naming every operand dimension, a single-element update, no window, no
+    /// batching dimensions, a body that replaces or is one commutative op.
+    fn scatter_one(
+        &self,
+        func: &Function,
+        op: &Op,
+        operands: &[usize],
+        dst: usize,
+    ) -> Option<ScatterOne> {
+        let cx = super::OpCx { op, func };
+        let (operand, index, update) = (
+            &self.slots[operands[0]],
+            &self.slots[operands[1]],
+            &self.slots[operands[2]],
+        );
+        let rank = operand.ty.rank();
+        let empty = |name: &str| {
+            cx.i64s_or(name, Vec::new())
+                .ok()
+                .is_some_and(|v| v.is_empty())
+        };
+        let mut inserted = cx.i64s_or("inserted_window_dims", Vec::new()).ok()?;
+        inserted.sort_unstable();
+        let all: Vec<i64> = (0..rank as i64).collect();
+        let to_operand = cx.i64s("scatter_dims_to_operand_dims").ok()?;
+        let mut mapped = to_operand.clone();
+        mapped.sort_unstable();
+        let index_ok = index.len == rank
+            && index.ty.rank() <= 1
+            && cx.int("index_vector_dim").ok()? == 0
+            && (index.ty.rank() == 1 || rank == 1)
+            && index.et != ElementType::Pred
+            && !index.et.is_float();
+        if operand.ty != self.slots[dst].ty
+            || update.et != operand.et
+            || update.len != 1
+            || update.ty.rank() != 0
+            || inserted != all
+            || mapped != all
+            || !index_ok
+            || !empty("update_window_dims")
+            || !empty("input_batching_dims")
+            || !empty("scatter_indices_batching_dims")
+        {
+            return None;
+        }
+        let combine = match super::body::classify(op.regions.first()?, 1).kind {
+            super::body::BodyKind::Replace => None,
+            super::body::BodyKind::Simple(kind)
+                if zip_bytes(operand.et, &kind, &mut [], &[], &[]) =>
+            {
+                Some(kind)
+            }
+            _ => return None,
+        };
+        Some(ScatterOne {
+            operand: operands[0],
+            index: operands[1],
+            update: operands[2],
+            dst,
+            to_operand: to_operand.iter().map(|&d| d as usize).collect(),
+            combine,
         })
     }
 }
@@ -708,7 +847,75 @@ fn int_compare(
     true
 }
 
+/// Entry `k` of an integer slot, widened.
+fn read_int(words: &[Block], et: ElementType, k: usize) -> i128 {
+    use ElementType as E;
+    match et {
+        E::S32 => i128::from(view::<i32>(words, k + 1)[k]),
+        E::S64 => i128::from(view::<i64>(words, k + 1)[k]),
+        E::U32 => i128::from(view::<u32>(words, k + 1)[k]),
+        _ => i128::from(view::<u64>(words, k + 1)[k]),
+    }
+}
+
+/// Calls `copy(whole offset, window offset, length)` (in bytes) for each row, along the last
+/// dimension, of the window at `at` (extents `window_shape`) of a value of extents
+/// `whole_shape`, with `size`-byte elements; the window is dense.
+fn window_rows(
+    whole_shape: &[i64],
+    at: &[usize],
+    window_shape: &[i64],
+    size: usize,
+    mut copy: impl FnMut(usize, usize, usize),
+) {
+    let rank = whole_shape.len();
+    let ext = |s: &[i64]| -> Vec<usize> { s.iter().map(|&d| d.max(0) as usize).collect() };
+    let (outer, inner) = (ext(whole_shape), ext(window_shape));
+    if inner.contains(&0) {
+        return;
+    }
+    let row = inner.last().map_or(1, |&r| r) * size;
+    let rows: usize = inner.iter().rev().skip(1).product();
+    let mut pos = vec![0usize; rank.saturating_sub(1)];
+    for r in 0..rows {
+        let mut offset = 0usize;
+        for d in 0..rank {
+            let p = at[d] + if d + 1 < rank { pos[d] } else { 0 };
+            offset = offset * outer[d] + p;
+        }
+        copy(offset * size, r * row, row);
+        // The next row's position in the window.
+        for d in (0..rank.saturating_sub(1)).rev() {
+            pos[d] += 1;
+            if pos[d] < inner[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+}
+
 impl LoopProgram {
+    /// The starts of a window of `window` extents in a value of `whole` extents, read from
+    /// the start slots and clamped so that the window fits, as `dynamic_slice` and
+    /// `dynamic_update_slice` define.
+    fn clamped_starts(
+        &self,
+        mem: &[Vec<Block>],
+        starts: &[usize],
+        whole: &[i64],
+        window: &[i64],
+    ) -> Vec<usize> {
+        starts
+            .iter()
+            .zip(whole.iter().zip(window))
+            .map(|(&s, (&w, &n))| {
+                let highest = i128::from((w - n).max(0));
+                read_int(&mem[s], self.slots[s].et, 0).clamp(0, highest) as usize
+            })
+            .collect()
+    }
+
     /// Whether the loop runs as generated code ([`CountedCode`]).
     pub(crate) fn has_generated_code(&self) -> bool {
         self.counted.as_ref().is_some_and(|c| c.code.is_some())
@@ -912,6 +1119,54 @@ impl LoopProgram {
                         &fv[at(lf, i) * size..][..size]
                     };
                     o.copy_from_slice(src);
+                }
+            }
+            Inst::DynamicSlice(src, starts, _) => {
+                let s = &self.slots[*src];
+                let at = self.clamped_starts(mem, starts, &s.ty.shape, &o.ty.shape);
+                let size = o.bytes / o.len.max(1);
+                let (from, window) = (bytes(&mem[*src], s.bytes), bytes_mut(&mut out, o.bytes));
+                window_rows(&s.ty.shape, &at, &o.ty.shape, size, |w, d, n| {
+                    window[d..d + n].copy_from_slice(&from[w..w + n]);
+                });
+            }
+            Inst::DynamicUpdateSlice(src, update, starts, _) => {
+                let u = &self.slots[*update];
+                let at = self.clamped_starts(mem, starts, &o.ty.shape, &u.ty.shape);
+                let size = o.bytes / o.len.max(1);
+                let whole = bytes_mut(&mut out, o.bytes);
+                whole.copy_from_slice(bytes(&mem[*src], o.bytes));
+                let from = bytes(&mem[*update], u.bytes);
+                window_rows(&o.ty.shape, &at, &u.ty.shape, size, |w, d, n| {
+                    whole[w..w + n].copy_from_slice(&from[d..d + n]);
+                });
+            }
+            Inst::ScatterOne(sc) => {
+                let whole = bytes_mut(&mut out, o.bytes);
+                whole.copy_from_slice(bytes(&mem[sc.operand], o.bytes));
+                let idx = &self.slots[sc.index];
+                let mut offset = 0usize;
+                let mut inside = true;
+                let mut place = vec![0i128; o.ty.rank()];
+                for (k, &d) in sc.to_operand.iter().enumerate() {
+                    place[d] = read_int(&mem[sc.index], idx.et, k);
+                }
+                for (d, (&p, &e)) in place.iter().zip(&o.ty.shape).enumerate() {
+                    inside &= 0 <= p && p < i128::from(e);
+                    let stride: i64 = o.ty.shape[d + 1..].iter().product();
+                    offset += (p.max(0) as usize) * stride as usize;
+                }
+                if inside {
+                    let size = o.bytes / o.len.max(1);
+                    let update = &bytes(&mem[sc.update], size)[..size];
+                    let dst = &mut whole[offset * size..][..size];
+                    match &sc.combine {
+                        None => dst.copy_from_slice(update),
+                        Some(kind) => {
+                            let old = dst.to_vec();
+                            zip_bytes(o.et, kind, dst, &old, update);
+                        }
+                    }
                 }
             }
             Inst::Fill(src, _) => {
