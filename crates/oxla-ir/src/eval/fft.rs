@@ -13,7 +13,7 @@
 
 use super::context::OpCx;
 use super::threads;
-use super::typed::{build_overwritten, view_bytes, Plain};
+use super::typed::{build_overwritten, view_bytes, with_scratch, Plain};
 use crate::attrs::FftType;
 use crate::{Attribute, ElementType, IrError, Literal, TensorType};
 use num_complex::Complex;
@@ -79,75 +79,90 @@ fn along_axis<T: Float>(data: &mut [Complex<T>], ext: &[usize], axis: usize, inv
     };
     let plan = lock(T::planner()).plan_fft(n, direction);
     let inner: usize = ext[axis + 1..].iter().product();
-    let transform_lines = |lines: &mut [Complex<T>]| {
-        let count = lines.len() / n;
-        threads::for_each(
-            lines.chunks_mut(lines_per_part(count, n) * n),
-            |part: &mut [Complex<T>]| {
-                let mut scratch = vec![Complex::default(); plan.get_inplace_scratch_len()];
-                plan.process_with_scratch(part, &mut scratch);
-            },
-        );
-    };
     if inner == 1 {
-        transform_lines(data);
+        let per = lines_per_part(data.len() / n, n);
+        threads::for_each(data.chunks_mut(per * n), |part: &mut [Complex<T>]| {
+            let mut scratch = vec![Complex::default(); plan.get_inplace_scratch_len()];
+            plan.process_with_scratch(part, &mut scratch);
+        });
         return;
     }
-    // Gather: line (o, c) of `lines` is column c of block o (an n x inner matrix). Both
-    // copies go a tile of `TILE` columns at a time, so that reads and writes each run along
-    // `TILE` sequential streams.
+    // Gather: line (o, c) of `lines` is column c of block o (an n x inner matrix), and is
+    // transformed while the tile is in cache. Both copies go a tile of `TILE` columns at a
+    // time, so that reads and writes each run along `TILE` sequential streams.
     let block = n * inner;
-    let mut lines = vec![Complex::default(); data.len()];
-    let per = lines_per_part(data.len() / n, n);
-    let src: &[Complex<T>] = data;
-    threads::for_each(
-        lines.chunks_mut(per * n).enumerate(),
-        |(p, part): (usize, &mut [Complex<T>])| {
-            let first = p * per;
-            let count = part.len() / n;
-            let mut l = 0;
-            while l < count {
-                let (o, c0) = ((first + l) / inner, (first + l) % inner);
-                let w = TILE.min(inner - c0).min(count - l);
-                let tile = &mut part[l * n..(l + w) * n];
-                for k in 0..n {
-                    let row = &src[o * block + k * inner + c0..][..w];
-                    for (j, &v) in row.iter().enumerate() {
-                        tile[j * n + k] = v;
-                    }
-                }
-                l += w;
-            }
-        },
-    );
-    transform_lines(&mut lines);
-    // Scatter back: row (o, k) of `data` takes entry k of lines (o, 0..inner).
-    let rows = data.len() / inner;
-    let per = lines_per_part(rows, inner);
-    let lines = &lines[..];
-    threads::for_each(
-        data.chunks_mut(per * inner).enumerate(),
-        |(p, part): (usize, &mut [Complex<T>])| {
-            let first = p * per;
-            let count = part.len() / inner;
-            let mut r = 0;
-            while r < count {
-                let (o, k0) = ((first + r) / n, (first + r) % n);
-                let h = (n - k0).min(count - r);
-                let from = &lines[o * block..][..block];
-                for c0 in (0..inner).step_by(TILE) {
-                    let w = TILE.min(inner - c0);
-                    for k in 0..h {
-                        let row = &mut part[(r + k) * inner + c0..][..w];
-                        for (j, v) in row.iter_mut().enumerate() {
-                            *v = from[(c0 + j) * n + k0 + k];
+    let stride = line_stride(n, std::mem::size_of::<Complex<T>>());
+    let count = data.len() / n;
+    // The lines live in a buffer of the thread's cache: every value is written before read.
+    with_scratch::<T, _>(2 * count * stride, |parts| {
+        let lines = bytemuck::cast_slice_mut::<T, Complex<T>>(parts);
+        let per = lines_per_part(count, n);
+        let src: &[Complex<T>] = data;
+        threads::for_each(
+            lines.chunks_mut(per * stride).enumerate(),
+            |(p, part): (usize, &mut [Complex<T>])| {
+                let first = p * per;
+                let count = part.len() / stride;
+                let mut scratch = vec![Complex::default(); plan.get_inplace_scratch_len()];
+                let mut l = 0;
+                while l < count {
+                    let (o, c0) = ((first + l) / inner, (first + l) % inner);
+                    let w = TILE.min(inner - c0).min(count - l);
+                    let tile = &mut part[l * stride..(l + w) * stride];
+                    for k in 0..n {
+                        let row = &src[o * block + k * inner + c0..][..w];
+                        for (j, &v) in row.iter().enumerate() {
+                            tile[j * stride + k] = v;
                         }
                     }
+                    for line in tile.chunks_exact_mut(stride) {
+                        plan.process_with_scratch(&mut line[..n], &mut scratch);
+                    }
+                    l += w;
                 }
-                r += h;
-            }
-        },
-    );
+            },
+        );
+        // Scatter back: row (o, k) of `data` takes entry k of lines (o, 0..inner).
+        let rows = data.len() / inner;
+        let per = lines_per_part(rows, inner);
+        let lines = &lines[..];
+        threads::for_each(
+            data.chunks_mut(per * inner).enumerate(),
+            |(p, part): (usize, &mut [Complex<T>])| {
+                let first = p * per;
+                let count = part.len() / inner;
+                let mut r = 0;
+                while r < count {
+                    let (o, k0) = ((first + r) / n, (first + r) % n);
+                    let h = (n - k0).min(count - r);
+                    let from = &lines[o * inner * stride..][..inner * stride];
+                    for c0 in (0..inner).step_by(TILE) {
+                        let w = TILE.min(inner - c0);
+                        for k in 0..h {
+                            let row = &mut part[(r + k) * inner + c0..][..w];
+                            for (j, v) in row.iter_mut().enumerate() {
+                                *v = from[(c0 + j) * stride + k0 + k];
+                            }
+                        }
+                    }
+                    r += h;
+                }
+            },
+        );
+    });
+}
+
+/// The distance between gathered lines of `n` values of `size` bytes: `n`, or more where the
+/// lines of a tile would fall into the same cache sets (a multiple of 4 KiB apart, as with
+/// power-of-two lengths), so that a tile's `TILE` streams spread over the sets.
+fn line_stride(n: usize, size: usize) -> usize {
+    let pad = 256 / size;
+    let gap = (n * size) % 4096;
+    if !(256..=4096 - 256).contains(&gap) {
+        n + pad
+    } else {
+        n
+    }
 }
 
 /// Multiplies every value by `1 / count` (an inverse transform's scaling).
@@ -161,43 +176,27 @@ fn scale<T: Float>(data: &mut [Complex<T>], count: usize) {
     });
 }
 
-/// The operand's values as complex numbers of `T` (real operands get zero imaginary parts).
+/// The operand's values as complex numbers of `T` (a complex operand's parts in order).
 fn complex_values<T: Float>(x: &Literal) -> Vec<Complex<T>> {
-    let parts = view_bytes::<T>(&x.data);
-    if x.ty.element_type.is_complex() {
-        parts
-            .chunks_exact(2)
-            .map(|p| Complex::new(p[0], p[1]))
-            .collect()
-    } else {
-        parts
-            .iter()
-            .map(|&re| Complex::new(re, T::zero()))
-            .collect()
-    }
+    view_bytes::<T>(&x.data)
+        .chunks_exact(2)
+        .map(|p| Complex::new(p[0], p[1]))
+        .collect()
 }
 
-/// A literal of type `ty` holding `values` (complex `ty`) or their real parts.
-fn literal_of<T: Float>(ty: TensorType, values: &[Complex<T>]) -> Result<Literal, IrError> {
-    let n = values.len();
-    if ty.element_type.is_complex() {
-        build_overwritten::<T>(ty, 2 * n, |out| {
-            for (o, v) in out.chunks_exact_mut(2).zip(values) {
-                o[0] = v.re;
-                o[1] = v.im;
-            }
-        })
-    } else {
-        build_overwritten::<T>(ty, n, |out| {
-            for (o, v) in out.iter_mut().zip(values) {
-                *o = v.re;
-            }
-        })
-    }
+/// A complex literal of type `ty` with `n` values that `fill` writes.
+fn build_complex<T: Float>(
+    ty: TensorType,
+    n: usize,
+    fill: impl FnOnce(&mut [Complex<T>]),
+) -> Result<Literal, IrError> {
+    build_overwritten::<T>(ty, 2 * n, |parts| {
+        fill(bytemuck::cast_slice_mut::<T, Complex<T>>(parts))
+    })
 }
 
-/// The transform itself, in `T`: `lead` untransformed leading dimensions, extents of the
-/// operand and result, the transform lengths.
+/// The transform itself, in `T`: extents of the operand and result, the transform lengths
+/// (over the trailing dimensions). Results are computed in their own buffers.
 fn run<T: Float>(
     fft_type: FftType,
     x: &Literal,
@@ -209,46 +208,53 @@ fn run<T: Float>(
     let rank = in_ext.len();
     let lead = rank - lens.len();
     let total: usize = lens.iter().product();
+    let out_len: usize = out_ext.iter().product();
     if total == 0 || in_ext.contains(&0) || out_ext.contains(&0) {
-        let n = out_ext.iter().product::<usize>();
-        return literal_of::<T>(out_ty, &vec![Complex::default(); n]);
+        let parts = if out_ty.element_type.is_complex() {
+            2
+        } else {
+            1
+        };
+        return build_overwritten::<T>(out_ty, parts * out_len, |out| out.fill(T::zero()));
     }
     let last = lens[lens.len() - 1];
     match fft_type {
         FftType::Fft | FftType::Ifft => {
             let inverse = fft_type == FftType::Ifft;
-            let mut data = complex_values::<T>(x);
-            for axis in lead..rank {
-                along_axis(&mut data, in_ext, axis, inverse);
-            }
-            if inverse {
-                scale(&mut data, total);
-            }
-            literal_of(out_ty, &data)
+            let input = view_bytes::<T>(&x.data);
+            build_complex::<T>(out_ty, out_len, |data| {
+                bytemuck::cast_slice_mut::<Complex<T>, T>(data).copy_from_slice(&input);
+                for axis in lead..rank {
+                    along_axis(data, in_ext, axis, inverse);
+                }
+                if inverse {
+                    scale(data, total);
+                }
+            })
         }
         FftType::Rfft => {
-            let mut real = view_bytes::<T>(&x.data).into_owned();
+            let real = view_bytes::<T>(&x.data);
             let half = out_ext[rank - 1];
-            let mut data = vec![Complex::default(); real.len() / last * half];
             let plan = lock(T::real_planner()).plan_fft_forward(last);
             let per = lines_per_part(real.len() / last, last);
-            threads::for_each(
-                real.chunks_mut(per * last).zip(data.chunks_mut(per * half)),
-                |(input, output): (&mut [T], &mut [Complex<T>])| {
-                    let mut scratch = plan.make_scratch_vec();
-                    for (i, o) in input
-                        .chunks_exact_mut(last)
-                        .zip(output.chunks_exact_mut(half))
-                    {
-                        // Only buffer lengths can fail, and they are right by construction.
-                        let _ = plan.process_with_scratch(i, o, &mut scratch);
-                    }
-                },
-            );
-            for axis in lead..rank - 1 {
-                along_axis(&mut data, out_ext, axis, false);
-            }
-            literal_of(out_ty, &data)
+            build_complex::<T>(out_ty, out_len, |data| {
+                threads::for_each(
+                    real.chunks(per * last).zip(data.chunks_mut(per * half)),
+                    |(input, output): (&[T], &mut [Complex<T>])| {
+                        // The transform uses its input as scratch: one line is copied at a time.
+                        let mut line = vec![T::zero(); last];
+                        let mut scratch = plan.make_scratch_vec();
+                        for (i, o) in input.chunks_exact(last).zip(output.chunks_exact_mut(half)) {
+                            line.copy_from_slice(i);
+                            // Only buffer lengths can fail, and they are right by construction.
+                            let _ = plan.process_with_scratch(&mut line, o, &mut scratch);
+                        }
+                    },
+                );
+                for axis in lead..rank - 1 {
+                    along_axis(data, out_ext, axis, false);
+                }
+            })
         }
         FftType::Irfft => {
             let mut data = complex_values::<T>(x);
@@ -256,28 +262,28 @@ fn run<T: Float>(
                 along_axis(&mut data, in_ext, axis, true);
             }
             let half = in_ext[rank - 1];
-            let mut real = vec![T::zero(); data.len() / half * last];
             let plan = lock(T::real_planner()).plan_fft_inverse(last);
             let per = lines_per_part(data.len() / half, last);
             let s = T::from_f64(1.0 / total as f64).unwrap_or_else(T::one);
-            threads::for_each(
-                data.chunks_mut(per * half).zip(real.chunks_mut(per * last)),
-                |(input, output): (&mut [Complex<T>], &mut [T])| {
-                    let mut scratch = plan.make_scratch_vec();
-                    for (i, o) in input
-                        .chunks_exact_mut(half)
-                        .zip(output.chunks_exact_mut(last))
-                    {
-                        // The only other error says that imaginary parts the transform
-                        // ignores were not zero.
-                        let _ = plan.process_with_scratch(i, o, &mut scratch);
-                        for v in o.iter_mut() {
-                            *v = *v * s;
+            build_overwritten::<T>(out_ty, out_len, |real| {
+                threads::for_each(
+                    data.chunks_mut(per * half).zip(real.chunks_mut(per * last)),
+                    |(input, output): (&mut [Complex<T>], &mut [T])| {
+                        let mut scratch = plan.make_scratch_vec();
+                        for (i, o) in input
+                            .chunks_exact_mut(half)
+                            .zip(output.chunks_exact_mut(last))
+                        {
+                            // The only other error says that imaginary parts the transform
+                            // ignores were not zero.
+                            let _ = plan.process_with_scratch(i, o, &mut scratch);
+                            for v in o.iter_mut() {
+                                *v = *v * s;
+                            }
                         }
-                    }
-                },
-            );
-            build_overwritten::<T>(out_ty, real.len(), |out| out.copy_from_slice(&real))
+                    },
+                );
+            })
         }
     }
 }
@@ -575,6 +581,7 @@ mod tests {
             (&[3, 97], 1),
             (&[40, 33], 2),
             (&[130, 256], 2),
+            (&[512, 3], 2),
         ];
         for (seed, &(shape, k)) in shapes.iter().enumerate() {
             let rank = shape.len();
