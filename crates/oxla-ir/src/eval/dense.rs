@@ -152,20 +152,14 @@ pub(super) fn solve_triangular<T: Real>(
     cols: usize,
     system: &TriangularSolve,
 ) {
-    let &TriangularSolve {
-        left,
-        lower,
-        unit,
-        transpose,
-    } = system;
     let mut m = MatRef::from_row_major_slice(a, n, n);
-    let mut m_lower = lower;
-    if transpose != Transpose::NoTranspose {
+    let mut m_lower = system.lower;
+    if system.transpose != Transpose::NoTranspose {
         m = m.transpose();
         m_lower = !m_lower;
     }
     let mut x = MatMut::from_row_major_slice_mut(b, rows, cols);
-    if !left {
+    if !system.left {
         // x m = b  <=>  m^T x^T = b^T.
         m = m.transpose();
         m_lower = !m_lower;
@@ -173,7 +167,7 @@ pub(super) fn solve_triangular<T: Real>(
     }
     threads::install(|| {
         let par = Par::rayon(0);
-        match (m_lower, unit) {
+        match (m_lower, system.unit) {
             (true, false) => trsm::solve_lower_triangular_in_place(m, x, par),
             (true, true) => trsm::solve_unit_lower_triangular_in_place(m, x, par),
             (false, false) => trsm::solve_upper_triangular_in_place(m, x, par),

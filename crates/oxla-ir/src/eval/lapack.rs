@@ -2843,28 +2843,31 @@ mod tests {
                 let a: Vec<C> = (0..batch)
                     .flat_map(|b| random(m, n, false, 50 + b as u64))
                     .collect();
-                let run =
-                    |name: &str, results: &[(Vec<i64>, Kind)], cfg: &[(&str, char)], z: bool| {
-                        let (target, in_et) = if z {
-                            (format!("lapack_z{name}_ffi"), ElementType::C128)
-                        } else {
-                            (format!("lapack_{letter}{name}_ffi"), et)
-                        };
-                        let types: Vec<Type> = results
-                            .iter()
-                            .map(|(s, e)| {
-                                t(
-                                    s,
-                                    match e {
-                                        Kind::Matrix => in_et,
-                                        Kind::Real => real_of(in_et),
-                                        Kind::Int => ElementType::S32,
-                                    },
-                                )
-                            })
-                            .collect();
-                        call(&target, &[real_input(&shape, &a, in_et)], &types, cfg).unwrap()
+                let run_on = |input: &[C],
+                              name: &str,
+                              results: &[(Vec<i64>, Kind)],
+                              cfg: &[(&str, char)],
+                              z: bool| {
+                    let (target, in_et) = if z {
+                        (format!("lapack_z{name}_ffi"), ElementType::C128)
+                    } else {
+                        (format!("lapack_{letter}{name}_ffi"), et)
                     };
+                    let types: Vec<Type> = results
+                        .iter()
+                        .map(|(s, e)| {
+                            t(
+                                s,
+                                match e {
+                                    Kind::Matrix => in_et,
+                                    Kind::Real => real_of(in_et),
+                                    Kind::Int => ElementType::S32,
+                                },
+                            )
+                        })
+                        .collect();
+                    call(&target, &[real_input(&shape, input, in_et)], &types, cfg).unwrap()
+                };
                 // LU: the same pivots, the same factors.
                 let lu_types = [
                     (shape.to_vec(), Kind::Matrix),
@@ -2872,8 +2875,8 @@ mod tests {
                     (vec![batch as i64], Kind::Int),
                 ];
                 let (fast, general) = (
-                    run("getrf", &lu_types, &[], false),
-                    run("getrf", &lu_types, &[], true),
+                    run_on(&a, "getrf", &lu_types, &[], false),
+                    run_on(&a, "getrf", &lu_types, &[], true),
                 );
                 assert_eq!(
                     to_i32(&fast[1]),
@@ -2893,8 +2896,8 @@ mod tests {
                     ]
                 };
                 for (mode, uc, vr) in [('A', m, n), ('S', k, k), ('N', m, n)] {
-                    let fast = run("gesdd", &sv_types(uc, vr), &[("mode", mode)], false);
-                    let general = run("gesdd", &sv_types(uc, vr), &[("mode", mode)], true);
+                    let fast = run_on(&a, "gesdd", &sv_types(uc, vr), &[("mode", mode)], false);
+                    let general = run_on(&a, "gesdd", &sv_types(uc, vr), &[("mode", mode)], true);
                     let s = reals(&fast[1]);
                     let want = reals(&general[1]);
                     for (x, y) in s.iter().zip(&want) {
@@ -2933,36 +2936,14 @@ mod tests {
                         p
                     })
                     .collect();
-                let run_sym =
-                    |name: &str, results: &[(Vec<i64>, Kind)], cfg: &[(&str, char)], z: bool| {
-                        let (target, in_et) = if z {
-                            (format!("lapack_z{name}_ffi"), ElementType::C128)
-                        } else {
-                            (format!("lapack_{letter}{name}_ffi"), et)
-                        };
-                        let types: Vec<Type> = results
-                            .iter()
-                            .map(|(s, e)| {
-                                t(
-                                    s,
-                                    match e {
-                                        Kind::Matrix => in_et,
-                                        Kind::Real => real_of(in_et),
-                                        Kind::Int => ElementType::S32,
-                                    },
-                                )
-                            })
-                            .collect();
-                        call(&target, &[real_input(&shape, &sym, in_et)], &types, cfg).unwrap()
-                    };
                 let scale = tol * (n * n) as f64;
                 for uplo in ['L', 'U'] {
                     let types = [
                         (shape.to_vec(), Kind::Matrix),
                         (vec![batch as i64], Kind::Int),
                     ];
-                    let fast = run_sym("potrf", &types, &[("uplo", uplo)], false);
-                    let general = run_sym("potrf", &types, &[("uplo", uplo)], true);
+                    let fast = run_on(&sym, "potrf", &types, &[("uplo", uplo)], false);
+                    let general = run_on(&sym, "potrf", &types, &[("uplo", uplo)], true);
                     assert_eq!(to_i32(&fast[1]), vec![0; batch]);
                     assert_close(&to_c(&fast[0]), &to_c(&general[0]), scale);
                     let types = [
@@ -2970,8 +2951,20 @@ mod tests {
                         (vec![batch as i64, n as i64], Kind::Real),
                         (vec![batch as i64], Kind::Int),
                     ];
-                    let fast = run_sym("syevd", &types, &[("uplo", uplo), ("mode", 'V')], false);
-                    let general = run_sym("heevd", &types, &[("uplo", uplo), ("mode", 'V')], true);
+                    let fast = run_on(
+                        &sym,
+                        "syevd",
+                        &types,
+                        &[("uplo", uplo), ("mode", 'V')],
+                        false,
+                    );
+                    let general = run_on(
+                        &sym,
+                        "heevd",
+                        &types,
+                        &[("uplo", uplo), ("mode", 'V')],
+                        true,
+                    );
                     let (w, want) = (reals(&fast[1]), reals(&general[1]));
                     for (x, y) in w.iter().zip(&want) {
                         assert!((x - y).abs() <= scale, "{letter} syevd: {x} vs {y}");
