@@ -19,10 +19,32 @@ use faer::traits::ext::ComplexFieldExt;
 use faer::traits::RealField;
 use faer::{MatMut, MatRef, Par, Side};
 
-/// The element types the fast paths serve.
-pub(super) trait Real: RealField + Plain {}
-impl Real for f32 {}
-impl Real for f64 {}
+/// The element types the fast paths serve, and the type their symmetric eigenvalue
+/// problems are solved in (f64 for f32 too: faer's f32 eigenvalues miss LAPACK's accuracy,
+/// a few units of `8 eps |a|`).
+pub(super) trait Real: RealField + Plain {
+    type Eigen: Real;
+    fn widen(self) -> Self::Eigen;
+    fn narrow(x: Self::Eigen) -> Self;
+}
+impl Real for f32 {
+    type Eigen = f64;
+    fn widen(self) -> f64 {
+        f64::from(self)
+    }
+    fn narrow(x: f64) -> f32 {
+        x as f32
+    }
+}
+impl Real for f64 {
+    type Eigen = f64;
+    fn widen(self) -> f64 {
+        self
+    }
+    fn narrow(x: f64) -> f64 {
+        x
+    }
+}
 
 fn finite<T: Real>(a: &[T]) -> bool {
     a.iter().all(|v| v.is_finite())
@@ -90,7 +112,8 @@ pub(super) fn lu<T: Real>(a: &mut [T], m: usize, n: usize) -> Option<Vec<i32>> {
 }
 
 /// Eigenvalues (ascending) of the symmetric matrix whose `lower` (or upper) triangle `a`
-/// holds, and with `vectors` the row-major matrix whose columns are their eigenvectors.
+/// holds, and with `vectors` the row-major matrix whose columns are their eigenvectors;
+/// computed in `T::Eigen` and rounded once.
 pub(super) fn eigh<T: Real>(
     a: &[T],
     n: usize,
@@ -100,14 +123,17 @@ pub(super) fn eigh<T: Real>(
     if !finite(a) {
         return None;
     }
-    let view = MatRef::from_row_major_slice(a, n, n);
+    let wide: Vec<T::Eigen> = a.iter().map(|&x| x.widen()).collect();
+    let view = MatRef::from_row_major_slice(&wide, n, n);
+    let narrow = |v: Vec<T::Eigen>| v.into_iter().map(T::narrow).collect();
     threads::install(|| {
         if !vectors {
-            return Some((view.self_adjoint_eigenvalues(side(lower)).ok()?, Vec::new()));
+            let w = view.self_adjoint_eigenvalues(side(lower)).ok()?;
+            return Some((narrow(w), Vec::new()));
         }
         let evd = view.self_adjoint_eigen(side(lower)).ok()?;
         let w = evd.S().column_vector().iter().copied().collect();
-        Some((w, row_major(evd.U())))
+        Some((narrow(w), narrow(row_major(evd.U()))))
     })
 }
 
