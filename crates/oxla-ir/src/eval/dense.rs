@@ -2,8 +2,8 @@
 //! [`super::lapack`] and [`super::linalg`].
 //!
 //! `faer`'s blocked, vectorized and threaded kernels compute in the matrices' own precision
-//! (as LAPACK does), where the general paths compute every type in `complex<f64>` one
-//! element at a time. Matrices are row-major slices here, viewed by `faer` through strides.
+//! (as LAPACK does; f32 symmetric eigenproblems excepted, see [`Real`]), where the general
+//! paths compute every type in `complex<f64>` one element at a time. Matrices are row-major slices here, viewed by `faer` through strides.
 //! Each routine answers `None` where its result would not be LAPACK's: a matrix with a
 //! non-finite entry, a Cholesky factorization that meets a pivot that is not positive, an
 //! LU factorization with an exactly zero pivot, an iteration that does not converge. The
