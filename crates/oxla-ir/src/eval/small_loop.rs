@@ -75,15 +75,15 @@ enum Inst {
     ScatterOne(Box<ScatterOne>),
 }
 
-/// A single-element `scatter`: (operand, index vector, update, dst) slots, and the operand
-/// dimension each index entry addresses.
+/// A single-element `scatter`: (operand, index vector, update, dst) slots, and for each
+/// index entry the extent and element stride of the operand dimension it addresses.
 #[derive(Clone, Debug)]
 struct ScatterOne {
     operand: usize,
     index: usize,
     update: usize,
     dst: usize,
-    to_operand: Vec<usize>,
+    targets: Vec<(i128, usize)>,
     combine: Option<OpKind>,
 }
 
@@ -619,12 +619,21 @@ impl Builder<'_> {
             }
             _ => return None,
         };
+        let extents = &operand.ty.shape;
+        let targets = to_operand
+            .iter()
+            .map(|&d| {
+                let d = d as usize;
+                let stride: i64 = extents[d + 1..].iter().product();
+                (i128::from(extents[d]), stride as usize)
+            })
+            .collect();
         Some(ScatterOne {
             operand: operands[0],
             index: operands[1],
             update: operands[2],
             dst,
-            to_operand: to_operand.iter().map(|&d| d as usize).collect(),
+            targets,
             combine,
         })
     }
@@ -1144,27 +1153,25 @@ impl LoopProgram {
             Inst::ScatterOne(sc) => {
                 let whole = bytes_mut(&mut out, o.bytes);
                 whole.copy_from_slice(bytes(&mem[sc.operand], o.bytes));
-                let idx = &self.slots[sc.index];
-                let mut offset = 0usize;
-                let mut inside = true;
-                let mut place = vec![0i128; o.ty.rank()];
-                for (k, &d) in sc.to_operand.iter().enumerate() {
-                    place[d] = read_int(&mem[sc.index], idx.et, k);
+                let et = self.slots[sc.index].et;
+                let mut offset = Some(0usize);
+                for (k, &(extent, stride)) in sc.targets.iter().enumerate() {
+                    let p = read_int(&mem[sc.index], et, k);
+                    offset = offset
+                        .filter(|_| (0..extent).contains(&p))
+                        .map(|o| o + p as usize * stride);
                 }
-                for (d, (&p, &e)) in place.iter().zip(&o.ty.shape).enumerate() {
-                    inside &= 0 <= p && p < i128::from(e);
-                    let stride: i64 = o.ty.shape[d + 1..].iter().product();
-                    offset += (p.max(0) as usize) * stride as usize;
-                }
-                if inside {
+                if let Some(offset) = offset {
                     let size = o.bytes / o.len.max(1);
                     let update = &bytes(&mem[sc.update], size)[..size];
                     let dst = &mut whole[offset * size..][..size];
                     match &sc.combine {
                         None => dst.copy_from_slice(update),
                         Some(kind) => {
-                            let old = dst.to_vec();
-                            zip_bytes(o.et, kind, dst, &old, update);
+                            // Slot elements are at most 8 bytes.
+                            let mut old = [0u8; 8];
+                            old[..size].copy_from_slice(dst);
+                            zip_bytes(o.et, kind, dst, &old[..size], update);
                         }
                     }
                 }
