@@ -318,6 +318,21 @@ def test_eig(shape, dtype, oxla_device, cpu_device):
     assert_close(key(got), key(want_w), dtype, scale=100)
 
 
+@pytest.mark.parametrize("n", [3, 8, 16, 30, 90])
+def test_eig_of_larger_matrices(n, oxla_device, cpu_device):
+    # Past 75 rows the QR iteration runs multishift sweeps with aggressive early deflation;
+    # the batch puts two matrices through it.
+    a = rand((2, n, n), np.float32, seed=40 + n)
+    (w, v), (want_w, _) = both(jnp.linalg.eig, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    scale = 10 * n
+    assert_close(np.sort_complex(w), np.sort_complex(want_w), np.float32, scale=scale)
+    assert_close(a @ v, v * w[..., None, :], np.float32, scale=scale)
+    if n <= 16:
+        # Below the multishift size the double-shift QR iteration deflates the eigenvalues
+        # in LAPACK's order, the order `cpu` returns.
+        assert_close(w, want_w, np.float32, scale=scale)
+
+
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
 def test_eig_of_a_matrix_with_a_non_finite_entry_is_nan(value, oxla_device, cpu_device):
     a = np.eye(3, dtype=np.float32)

@@ -3,9 +3,21 @@
 //!
 //! [`FlushDenormals`] sets the floating-point control register of the current thread for
 //! its lifetime (MXCSR's flush-to-zero and denormals-are-zero bits on x86-64, FPCR's FZ bit
-//! on AArch64) and restores the previous setting when dropped. Elsewhere it does nothing.
+//! on AArch64) and restores the previous setting when dropped; [`KeepDenormals`] clears
+//! them the same way, for library code that needs gradual underflow. Elsewhere both do
+//! nothing.
 //! Bit moves (copies, selects, conversions done on bits) are not float operations and keep
 //! denormals either way.
+
+/// While alive, float arithmetic on this thread keeps denormals (gradual underflow).
+#[must_use = "the setting lasts only while the guard is alive"]
+pub struct KeepDenormals {
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    saved: u64,
+}
 
 /// While alive, float arithmetic on this thread flushes denormals to zero.
 #[must_use = "the setting lasts only while the guard is alive"]
@@ -22,7 +34,7 @@ mod imp {
     /// MXCSR flush-to-zero (bit 15) and denormals-are-zero (bit 6).
     const FLUSH: u32 = 0x8040;
 
-    pub(super) fn set() -> u64 {
+    pub(super) fn set(flush: bool) -> u64 {
         let mut csr: u32 = 0;
         // SAFETY: `stmxcsr` stores the 32-bit control register to the given address, which
         // points to a live, aligned u32; `ldmxcsr` loads a value whose reserved bits are
@@ -30,8 +42,8 @@ mod imp {
         // thread changes.
         unsafe {
             core::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack, preserves_flags));
-            let flushed = csr | FLUSH;
-            core::arch::asm!("ldmxcsr [{}]", in(reg) &flushed, options(nostack, preserves_flags));
+            let wanted = if flush { csr | FLUSH } else { csr & !FLUSH };
+            core::arch::asm!("ldmxcsr [{}]", in(reg) &wanted, options(nostack, preserves_flags));
         }
         u64::from(csr)
     }
@@ -50,13 +62,14 @@ mod imp {
     /// FPCR flush-to-zero (bit 24).
     const FZ: u64 = 1 << 24;
 
-    pub(super) fn set() -> u64 {
+    pub(super) fn set(flush: bool) -> u64 {
         let fpcr: u64;
         // SAFETY: reading and writing FPCR only changes this thread's floating-point
-        // rounding/flush state; the value written is the one read with FZ set.
+        // rounding/flush state; the value written is the one read with FZ set or cleared.
         unsafe {
             core::arch::asm!("mrs {}, fpcr", out(reg) fpcr, options(nomem, nostack, preserves_flags));
-            core::arch::asm!("msr fpcr, {}", in(reg) fpcr | FZ, options(nomem, nostack, preserves_flags));
+            let wanted = if flush { fpcr | FZ } else { fpcr & !FZ };
+            core::arch::asm!("msr fpcr, {}", in(reg) wanted, options(nomem, nostack, preserves_flags));
         }
         fpcr
     }
@@ -71,7 +84,7 @@ mod imp {
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod imp {
-    pub(super) fn set() -> u64 {
+    pub(super) fn set(_flush: bool) -> u64 {
         0
     }
 
@@ -81,7 +94,30 @@ mod imp {
 impl FlushDenormals {
     /// Flushes denormals on this thread until the guard is dropped.
     pub fn new() -> FlushDenormals {
-        FlushDenormals { saved: imp::set() }
+        FlushDenormals {
+            saved: imp::set(true),
+        }
+    }
+}
+
+impl KeepDenormals {
+    /// Keeps denormals on this thread until the guard is dropped.
+    pub fn new() -> KeepDenormals {
+        KeepDenormals {
+            saved: imp::set(false),
+        }
+    }
+}
+
+impl Default for KeepDenormals {
+    fn default() -> Self {
+        KeepDenormals::new()
+    }
+}
+
+impl Drop for KeepDenormals {
+    fn drop(&mut self) {
+        imp::restore(self.saved);
     }
 }
 
@@ -99,7 +135,7 @@ impl Drop for FlushDenormals {
 
 #[cfg(test)]
 mod tests {
-    use super::FlushDenormals;
+    use super::{FlushDenormals, KeepDenormals};
     use std::hint::black_box;
 
     #[test]
@@ -120,5 +156,19 @@ mod tests {
         }
         assert_ne!(black_box(tiny * 2.0), 0.0);
         assert_ne!(black_box(black_box(1e-30f32) * 1e-10), 0.0);
+    }
+
+    #[test]
+    fn keeping_undoes_flushing_while_it_lives() {
+        let tiny = black_box(f32::from_bits(1 << 20));
+        let _flush = FlushDenormals::new();
+        {
+            let _keep = KeepDenormals::new();
+            assert_ne!(black_box(tiny * 2.0), 0.0);
+            assert_ne!(black_box(black_box(1e-30f32) * 1e-10), 0.0);
+        }
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert_eq!(black_box(tiny * 2.0), 0.0);
+        }
     }
 }

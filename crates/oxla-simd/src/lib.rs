@@ -23,7 +23,7 @@ mod half;
 mod matmul;
 mod piecewise;
 mod transpose;
-pub use denormals::FlushDenormals;
+pub use denormals::{FlushDenormals, KeepDenormals};
 pub use fold::{fold_lanes_f32, LaneFold, FOLD_LANES};
 pub use half::{f16_to_f32, f32_to_f16};
 pub use matmul::{matmul, matmul_add, GemmScalar, Strided};

@@ -1,5 +1,6 @@
-//! Real `f32`/`f64` dense factorizations and triangular solves on `faer`: the fast paths of
-//! [`super::lapack`] and [`super::linalg`].
+//! Real `f32`/`f64` dense factorizations and triangular solves, and general (real or
+//! complex) eigendecompositions, on `faer`: the fast paths of [`super::lapack`] and
+//! [`super::linalg`].
 //!
 //! `faer`'s blocked, vectorized and threaded kernels compute in the matrices' own precision
 //! (as LAPACK does; f32 symmetric eigenproblems excepted, see [`Real`]), where the general
@@ -14,10 +15,14 @@ use super::linalg::TriangularSolve;
 use super::threads;
 use super::typed::Plain;
 use crate::attrs::Transpose;
+use faer::diag::Diag;
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::evd;
 use faer::linalg::triangular_solve as trsm;
 use faer::traits::ext::ComplexFieldExt;
 use faer::traits::RealField;
-use faer::{MatMut, MatRef, Par, Side};
+use faer::{Mat, MatMut, MatRef, Par, Side};
+use num_complex::Complex;
 
 /// The element types the fast paths serve, and the type their symmetric eigenvalue
 /// problems are solved in (f64 for f32 too: faer's f32 eigenvalues miss LAPACK's accuracy,
@@ -200,4 +205,223 @@ pub(super) fn solve_triangular<T: Real>(
             (false, true) => trsm::solve_unit_upper_triangular_in_place(m, x, par),
         }
     });
+}
+
+/// LAPACK's (`iparmq`) number of simultaneous shifts in a multishift QR sweep over an active
+/// block of `nh` rows.
+extern "C" fn lapack_shift_count(_n: usize, nh: usize) -> usize {
+    let ns = match nh {
+        0..30 => 2,
+        30..60 => 4,
+        60..150 => 10,
+        150..590 => 10.max(nh / (nh as f64).log2().round() as usize),
+        590..3000 => 64,
+        3000..6000 => 128,
+        _ => 256,
+    };
+    (ns - ns % 2).max(2)
+}
+
+/// LAPACK's (`iparmq`) aggressive-early-deflation window for an active block of `nh` rows.
+extern "C" fn lapack_deflation_window(n: usize, nh: usize) -> usize {
+    let ns = lapack_shift_count(n, nh);
+    if nh <= 500 {
+        ns
+    } else {
+        3 * ns / 2
+    }
+}
+
+/// `faer`'s eigendecomposition tuned as LAPACK's `hseqr` is: the double-shift QR below 75
+/// rows, LAPACK's shift counts and deflation windows above, and a sweep skipped when
+/// deflation took 14% of the window. For real matrices of up to a few dozen rows the QR
+/// iteration then deflates the eigenvalues in LAPACK's order, the order `geev` returns them
+/// in; past 75 rows and for most complex matrices the order differs (the values agree).
+fn lapack_evd_params<T: faer::traits::ComplexField>() -> faer::Spec<evd::EvdParams, T> {
+    let mut params = faer::Spec::new(<evd::EvdParams as faer::Auto<T>>::auto());
+    params.schur.recommended_shift_count = lapack_shift_count;
+    params.schur.recommended_deflation_window = lapack_deflation_window;
+    params.schur.blocking_threshold = 75;
+    params.schur.nibble_threshold = 14;
+    params
+}
+
+/// faer's eigenvectors of complex Schur forms go wrong when denormals flush to zero (`A v !=
+/// w v` for a 5x5 matrix), as the evaluator's threads compute otherwise; the general
+/// eigendecompositions keep denormals, and run on the calling thread, whose setting the
+/// guard controls.
+const EIG_PAR: Par = Par::Seq;
+
+/// A general matrix's eigenvalues and its left and right eigenvectors, as `geev` returns
+/// them: row-major `n x n` with the vectors as columns (empty when not asked for), each of
+/// unit norm with its component of largest magnitude real.
+pub(super) struct Eig<T> {
+    pub values: Vec<Complex<T>>,
+    pub left: Vec<Complex<T>>,
+    pub right: Vec<Complex<T>>,
+}
+
+/// A complex element: `faer`'s `c32`/`c64` are `num_complex`'s.
+type Cx<T> = Complex<T>;
+
+/// `geev` of the real row-major `n x n` matrix `a`: complex-conjugate eigenvalues come in
+/// pairs, positive imaginary part first, with conjugate eigenvectors.
+pub(super) fn eig_real<T: Real>(a: &[T], n: usize, left: bool, right: bool) -> Option<Eig<T>> {
+    if !finite(a) {
+        return None;
+    }
+    let view = MatRef::from_row_major_slice(a, n, n);
+    let (mut s_re, mut s_im) = (Diag::<T>::zeros(n), Diag::<T>::zeros(n));
+    let mut ul = left.then(|| Mat::<T>::zeros(n, n));
+    let mut ur = right.then(|| Mat::<T>::zeros(n, n));
+    {
+        let _keep = oxla_simd::KeepDenormals::new();
+        let par = EIG_PAR;
+        let params = lapack_evd_params::<T>();
+        let wants = |w: bool| {
+            if w {
+                evd::ComputeEigenvectors::Yes
+            } else {
+                evd::ComputeEigenvectors::No
+            }
+        };
+        let scratch = evd::evd_scratch::<T>(n, wants(left), wants(right), par, params);
+        let mut buffer = MemBuffer::new(scratch);
+        evd::evd_real(
+            view,
+            s_re.as_mut(),
+            s_im.as_mut(),
+            ul.as_mut().map(|u| u.as_mut()),
+            ur.as_mut().map(|u| u.as_mut()),
+            par,
+            MemStack::new(&mut buffer),
+            params,
+        )
+        .ok()
+    }?;
+    let (re, im) = (s_re.column_vector(), s_im.column_vector());
+    let values: Vec<Cx<T>> = (0..n).map(|j| Cx::new(re[j], im[j])).collect();
+    if !values.iter().all(|v| v.re.is_finite() && v.im.is_finite()) {
+        return None;
+    }
+    // Column `j` of a real pair's first eigenvalue holds the real part, column `j + 1` the
+    // imaginary part (LAPACK's packing).
+    let unpack = |u: Option<Mat<T>>| match u {
+        None => Vec::new(),
+        Some(u) => {
+            let mut out = vec![Cx::new(T::zero_impl(), T::zero_impl()); n * n];
+            let mut j = 0;
+            while j < n {
+                let pair = values[j].im != T::zero_impl() && j + 1 < n;
+                for i in 0..n {
+                    if pair {
+                        let (x, y) = (u[(i, j)], u[(i, j + 1)]);
+                        out[i * n + j] = Cx::new(x, y);
+                        out[i * n + j + 1] = Cx::new(x, -y);
+                    } else {
+                        out[i * n + j] = Cx::new(u[(i, j)], T::zero_impl());
+                    }
+                }
+                j += if pair { 2 } else { 1 };
+            }
+            normalize_columns(&mut out, n);
+            out
+        }
+    };
+    Some(Eig {
+        left: unpack(ul),
+        right: unpack(ur),
+        values,
+    })
+}
+
+/// `geev` of the complex row-major `n x n` matrix `a`.
+pub(super) fn eig_complex<T: Real>(a: &[Cx<T>], n: usize, left: bool, right: bool) -> Option<Eig<T>>
+where
+    Cx<T>: faer::traits::ComplexField<Real = T>,
+{
+    if !a.iter().all(|v| v.re.is_finite() && v.im.is_finite()) {
+        return None;
+    }
+    let view = MatRef::from_row_major_slice(a, n, n);
+    let mut s = Diag::<Cx<T>>::zeros(n);
+    let mut ul = left.then(|| Mat::<Cx<T>>::zeros(n, n));
+    let mut ur = right.then(|| Mat::<Cx<T>>::zeros(n, n));
+    {
+        let _keep = oxla_simd::KeepDenormals::new();
+        let par = EIG_PAR;
+        let params = lapack_evd_params::<Cx<T>>();
+        let wants = |w: bool| {
+            if w {
+                evd::ComputeEigenvectors::Yes
+            } else {
+                evd::ComputeEigenvectors::No
+            }
+        };
+        let scratch = evd::evd_scratch::<Cx<T>>(n, wants(left), wants(right), par, params);
+        let mut buffer = MemBuffer::new(scratch);
+        evd::evd_cplx(
+            view,
+            s.as_mut(),
+            ul.as_mut().map(|u| u.as_mut()),
+            ur.as_mut().map(|u| u.as_mut()),
+            par,
+            MemStack::new(&mut buffer),
+            params,
+        )
+        .ok()
+    }?;
+    let values: Vec<Cx<T>> = s.column_vector().iter().copied().collect();
+    if !values.iter().all(|v| v.re.is_finite() && v.im.is_finite()) {
+        return None;
+    }
+    let unpack = |u: Option<Mat<Cx<T>>>| match u {
+        None => Vec::new(),
+        Some(u) => {
+            let mut out: Vec<Cx<T>> = (0..n)
+                .flat_map(|i| (0..n).map(move |j| (i, j)))
+                .map(|(i, j)| u[(i, j)])
+                .collect();
+            normalize_columns(&mut out, n);
+            out
+        }
+    };
+    Some(Eig {
+        left: unpack(ul),
+        right: unpack(ur),
+        values,
+    })
+}
+
+/// Scales each column of the row-major `n x n` `v` to unit norm and turns it so that its
+/// component of largest magnitude (the first of equals) is real and positive.
+fn normalize_columns<T: Real>(v: &mut [Cx<T>], n: usize) {
+    for j in 0..n {
+        let mut norm2 = T::zero_impl();
+        let (mut big_at, mut big_abs2) = (0, T::zero_impl());
+        for i in 0..n {
+            let z = v[i * n + j];
+            let abs2 = z.re * z.re + z.im * z.im;
+            norm2 += abs2;
+            if abs2 > big_abs2 {
+                (big_at, big_abs2) = (i, abs2);
+            }
+        }
+        if norm2.partial_cmp(&T::zero_impl()) != Some(std::cmp::Ordering::Greater) {
+            continue;
+        }
+        // Multiply by conj(big) / (|big| |v|).
+        let big = v[big_at * n + j];
+        let scale = T::one_impl() / (big_abs2.sqrt() * norm2.sqrt());
+        let phase = Cx::new(big.re * scale, -big.im * scale);
+        for i in 0..n {
+            let z = v[i * n + j];
+            v[i * n + j] = Cx::new(
+                z.re * phase.re - z.im * phase.im,
+                z.re * phase.im + z.im * phase.re,
+            );
+        }
+        // Real by construction: drop the rounding residue.
+        v[big_at * n + j].im = T::zero_impl();
+    }
 }
