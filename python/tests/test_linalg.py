@@ -552,3 +552,16 @@ def test_matrices_past_the_block_sizes(n, dtype, oxla_device, cpu_device):
         oxla_device=oxla_device, cpu_device=cpu_device,
     )
     assert_close(got, want, dtype, scale=scale)
+    # Householder QR with LAPACK's signs is unique for full rank: square, tall, and a matrix
+    # with a repeated column (rank-deficient: the general path, whose R has a zero pivot).
+    repeated = rect.copy()
+    repeated[:, 3] = repeated[:, 1]
+    for m in (a, rect, repeated):
+        (q, r), (want_q, want_r) = both(
+            jnp.linalg.qr, m, oxla_device=oxla_device, cpu_device=cpu_device
+        )
+        assert_close(q @ r, m, dtype, scale=scale)
+        if m is repeated:
+            continue
+        assert_close(q, want_q, dtype, scale=scale)
+        assert_close(r, want_r, dtype, scale=scale)

@@ -17,11 +17,12 @@ use super::typed::Plain;
 use crate::attrs::Transpose;
 use faer::diag::Diag;
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::evd;
+use faer::linalg::qr::no_pivoting::factor as qr_factor;
 use faer::linalg::triangular_solve as trsm;
+use faer::linalg::{evd, householder, matmul};
 use faer::traits::ext::ComplexFieldExt;
 use faer::traits::RealField;
-use faer::{Mat, MatMut, MatRef, Par, Side};
+use faer::{Accum, Conj, Mat, MatMut, MatRef, Par, Side};
 use num_complex::Complex;
 
 /// The element types the fast paths serve, and the type their symmetric eigenvalue
@@ -424,4 +425,147 @@ fn normalize_columns<T: Real>(v: &mut [Cx<T>], n: usize) {
         // Real by construction: drop the rounding residue.
         v[big_at * n + j].im = T::zero_impl();
     }
+}
+
+/// Householder QR of the row-major `m x n` matrix in `a`, in place as LAPACK's `geqrf`
+/// leaves it (`R` on and above the diagonal, each reflector's vector below it with its
+/// leading 1 implied), and the reflectors' scalars (`H = I - tau v v^T`). The reflectors
+/// are LAPACK's: `beta = -sign(alpha) |x|`, `v = x / (alpha - beta)`. `None` (and `a` as
+/// it was) for a wide or rank-deficient matrix, or a non-finite entry.
+pub(super) fn qr<T: Real>(a: &mut [T], m: usize, n: usize) -> Option<Vec<T>> {
+    if m < n || !finite(a) {
+        return None;
+    }
+    let k = m.min(n);
+    if k == 0 {
+        return Some(Vec::new());
+    }
+    let mut mat = Mat::from_fn(m, n, |i, j| a[i * n + j]);
+    let block = qr_factor::recommended_block_size::<T>(m, n).clamp(1, k);
+    let mut factor = Mat::<T>::zeros(block, k);
+    let info = threads::install(|| {
+        let par = Par::rayon(0);
+        let params = Default::default();
+        let scratch = qr_factor::qr_in_place_scratch::<T>(m, n, block, par, params);
+        let mut buffer = MemBuffer::new(scratch);
+        qr_factor::qr_in_place(
+            mat.as_mut(),
+            factor.as_mut(),
+            par,
+            MemStack::new(&mut buffer),
+            params,
+        )
+    });
+    // faer skips a column that is zero, or at rounding level, on and below the diagonal
+    // (an identity reflector for LAPACK, scalar 0, the column kept), and the reflectors after
+    // it then sit off the diagonal; its rank, the reflectors it made, shows that when there
+    // are no more columns than rows. Such matrices, and wide ones, take the general path.
+    if info.rank < k {
+        return None;
+    }
+    // faer writes each reflector as `I - v v^T / t` (`t` on its block factor's diagonal,
+    // infinite for the last row's, which has nothing below the diagonal); LAPACK's scalar
+    // is `1 / t`.
+    let taus = (0..k)
+        .map(|j| {
+            let t = factor[(j % block, j)];
+            if t.is_finite() {
+                t.recip()
+            } else {
+                T::zero_impl()
+            }
+        })
+        .collect();
+    for i in 0..m {
+        for j in 0..n {
+            a[i * n + j] = mat[(i, j)];
+        }
+    }
+    Some(taus)
+}
+
+/// The first `n` columns of `Q = H_1 ... H_k` from the reflectors LAPACK's `geqrf` packs
+/// below the diagonal of the row-major `m x n` `a` and their scalars `taus` (`k` of them):
+/// LAPACK's `orgqr`, as row-major `m x n`. `None` for a non-finite scalar or entry, or a zero
+/// scalar before a non-zero one (not counting the last row's).
+pub(super) fn householder_product<T: Real>(
+    a: &[T],
+    taus: &[T],
+    m: usize,
+    n: usize,
+) -> Option<Vec<T>> {
+    if !finite(a) || !finite(taus) {
+        return None;
+    }
+    let mut q = Mat::<T>::zeros(m, n);
+    for d in 0..n.min(m) {
+        q[(d, d)] = T::one_impl();
+    }
+    // With as many reflectors as rows, the last one has nothing below the diagonal: it
+    // scales the last row by `1 - tau`, and, being applied first, only the identity's last
+    // diagonal entry (faer's sequences leave such a reflector out).
+    let mut k = taus.len();
+    if k > 0 && k == m {
+        if m - 1 < n {
+            q[(m - 1, m - 1)] = T::one_impl() - taus[k - 1];
+        }
+        k -= 1;
+    }
+    // Zero scalars are identities: trailing ones are left out, others go to the general
+    // path.
+    while k > 0 && taus[k - 1] == T::zero_impl() {
+        k -= 1;
+    }
+    let taus = &taus[..k];
+    if taus.iter().any(|&t| t == T::zero_impl()) {
+        return None;
+    }
+    if k > 0 {
+        let basis = Mat::from_fn(m, k, |i, j| match i.cmp(&j) {
+            std::cmp::Ordering::Less => T::zero_impl(),
+            std::cmp::Ordering::Equal => T::one_impl(),
+            std::cmp::Ordering::Greater => a[i * n + j],
+        });
+        // The block factors for `H_s ... H_(s+b-1) = I - V F^-1 V^T`: `F` upper triangular,
+        // `1 / tau` on the diagonal and `V^T V` above it.
+        let block = qr_factor::recommended_block_size::<T>(m, k).clamp(1, k);
+        let mut factor = Mat::<T>::zeros(block, k);
+        let mut gram = Mat::<T>::zeros(block, block);
+        threads::install(|| {
+            let par = Par::rayon(0);
+            for start in (0..k).step_by(block) {
+                let b = block.min(k - start);
+                let v = basis.as_ref().subcols(start, b);
+                let mut g = gram.as_mut().submatrix_mut(0, 0, b, b);
+                matmul::matmul(
+                    g.as_mut(),
+                    Accum::Replace,
+                    v.transpose(),
+                    v,
+                    T::one_impl(),
+                    par,
+                );
+                for j in 0..b {
+                    for i in 0..j {
+                        factor[(i, start + j)] = g[(i, j)];
+                    }
+                    factor[(j, start + j)] = taus[start + j].recip();
+                }
+            }
+            let scratch =
+                householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(
+                    m, block, n,
+                );
+            let mut buffer = MemBuffer::new(scratch);
+            householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
+                basis.as_ref(),
+                factor.as_ref(),
+                Conj::No,
+                q.as_mut(),
+                par,
+                MemStack::new(&mut buffer),
+            );
+        });
+    }
+    Some(row_major(q.as_ref()))
 }

@@ -14,9 +14,9 @@
 //! Matrices are read and written as logical (row-major) tensors: the column-major
 //! `operand_layouts`/`result_layouts` JAX attaches only describe the physical buffers of a
 //! LAPACK call, not the values. Leading dimensions are batch dimensions. On real f32/f64
-//! matrices `potrf`, `getrf`, `syevd`, `gesdd` and `trsm` run [`super::dense`]'s blocked
-//! kernels in the matrices' own precision, and so does `geev` of every type (but complex
-//! 2x2 matrices), falling back to the general path where LAPACK's answer depends on details
+//! matrices `potrf`, `getrf`, `geqrf` (tall or square, full rank), `orgqr`, `syevd`, `gesdd`
+//! and `trsm` run [`super::dense`]'s blocked kernels in the matrices' own precision, and so
+//! does `geev` of every type (but complex 2x2 matrices), falling back to the general path where LAPACK's answer depends on details
 //! of the algorithm (a failing pivot, non-finite entries). The general path computes in `complex<f64>` (the real Schur form in `f64`) whatever the
 //! element type (real data stays real: every operation on it keeps a zero imaginary part)
 //! and rounds once to the result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
@@ -372,8 +372,8 @@ pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal
         Routine::Getrf => getrf_call(cx, a, &batch_dims, batch, m, n, et),
         Routine::Syevd => syevd_call(cx, a, &batch_dims, batch, m, n, et),
         Routine::Gesdd => gesdd_call(cx, a, &batch_dims, batch, m, n, et),
-        Routine::Geqrf => geqrf_call(cx, &values()?, &batch_dims, batch, m, n, et),
-        Routine::Orgqr => orgqr_call(cx, &values()?, args[1], &batch_dims, batch, m, n, et),
+        Routine::Geqrf => geqrf_call(cx, a, &batch_dims, batch, m, n, et),
+        Routine::Orgqr => orgqr_call(cx, a, args[1], &batch_dims, batch, m, n, et),
         Routine::Gehrd => gehrd_call(cx, &values()?, &batch_dims, batch, m, n, et),
         Routine::Geev => geev_call(cx, a, &batch_dims, batch, m, n, et),
         Routine::Gees => gees_call(cx, &values()?, &batch_dims, batch, m, n, et),
@@ -466,9 +466,45 @@ fn getrf_call(
     ])
 }
 
+fn geqrf_real<T: dense::Real>(
+    a: &Literal,
+    batch: usize,
+    m: usize,
+    n: usize,
+    [a_ty, tau_ty]: [&TensorType; 2],
+) -> Option<(Literal, Literal)> {
+    let mut taus = Vec::with_capacity(batch * m.min(n));
+    let out = each_matrix::<T>(a, batch, m * n, |_, out| {
+        taus.extend(dense::qr(out, m, n)?);
+        Some(())
+    })?;
+    Some((real_literal(&out, a_ty)?, real_literal(&taus, tau_ty)?))
+}
+
+fn orgqr_real<T: dense::Real>(
+    a: &Literal,
+    taus: &Literal,
+    batch: usize,
+    [m, n, k]: [usize; 3],
+    ty: &TensorType,
+) -> Option<Literal> {
+    let values = view_bytes::<T>(&a.data);
+    let tau_values = view_bytes::<T>(&taus.data);
+    let mut out = Vec::with_capacity(batch * m * n);
+    for b in 0..batch {
+        out.extend(dense::householder_product(
+            &values[b * m * n..(b + 1) * m * n],
+            &tau_values[b * k..(b + 1) * k],
+            m,
+            n,
+        )?);
+    }
+    real_literal(&out, ty)
+}
+
 fn geqrf_call(
     cx: OpCx<'_>,
-    values: &[C],
+    a: &Literal,
     batch_dims: &[i64],
     batch: usize,
     m: usize,
@@ -479,7 +515,10 @@ fn geqrf_call(
     let k = m.min(n);
     let a_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
     let tau_ty = expect_result(cx, 1, &with(batch_dims, &[k]), et)?;
-    let mut out = values.to_vec();
+    if let Some((out, taus)) = on_real!(et, geqrf_real(a, batch, m, n, [a_ty, tau_ty])) {
+        return Ok(vec![out, taus]);
+    }
+    let mut out = to_complex(cx, a)?;
     let mut taus = Vec::with_capacity(batch * k);
     for b in 0..batch {
         taus.extend(geqrf(&mut out[b * m * n..(b + 1) * m * n], m, n));
@@ -490,7 +529,7 @@ fn geqrf_call(
 #[allow(clippy::too_many_arguments)]
 fn orgqr_call(
     cx: OpCx<'_>,
-    values: &[C],
+    a: &Literal,
     taus: &Literal,
     batch_dims: &[i64],
     batch: usize,
@@ -516,6 +555,10 @@ fn orgqr_call(
         )));
     }
     let out_ty = expect_result(cx, 0, &with(batch_dims, &[m, n]), et)?;
+    if let Some(out) = on_real!(et, orgqr_real(a, taus, batch, [m, n, k], out_ty)) {
+        return Ok(vec![out]);
+    }
+    let values = to_complex(cx, a)?;
     let tau_values = to_complex(cx, taus)?;
     let mut out = Vec::with_capacity(batch * m * n);
     for b in 0..batch {
@@ -3072,6 +3115,59 @@ mod tests {
                 );
                 assert_eq!(to_i32(&fast[2]), vec![0; batch]);
                 assert_close(&to_c(&fast[0]), &to_c(&general[0]), tol * m as f64);
+                // QR: the same reflectors and scalars (the matrix as it is, and with a zero
+                // column, whose reflector is the identity: scalar 0); then orgqr of them.
+                let qr_types = [
+                    (shape.to_vec(), Kind::Matrix),
+                    (vec![batch as i64, k as i64], Kind::Matrix),
+                ];
+                let mut zero_col = a.clone();
+                for r in 0..batch * m {
+                    zero_col[r * n] = ZERO;
+                }
+                for input in [&a, &zero_col] {
+                    let fast = run_on(input, "geqrf", &qr_types, &[], false);
+                    let general = run_on(input, "geqrf", &qr_types, &[], true);
+                    assert_close(&to_c(&fast[0]), &to_c(&general[0]), tol * m as f64);
+                    assert_close(&to_c(&fast[1]), &to_c(&general[1]), tol * m as f64);
+                    if m < n {
+                        continue;
+                    }
+                    let packed = reals(&general[0]);
+                    let packed: Vec<C> = packed.iter().map(|&x| C::new(x, 0.0)).collect();
+                    let taus: Vec<C> = reals(&general[1]).iter().map(|&x| C::new(x, 0.0)).collect();
+                    let tau_shape = [batch as i64, k as i64];
+                    let q = |target: String, in_et: ElementType| {
+                        let operands = [
+                            real_input(&shape, &packed, in_et),
+                            real_input(&tau_shape, &taus, in_et),
+                        ];
+                        call(&target, &operands, &[t(&shape, in_et)], &[]).unwrap()
+                    };
+                    let fast_q = q(format!("lapack_{letter}orgqr_ffi"), et);
+                    let general_q = q("lapack_zungqr_ffi".to_string(), ElementType::C128);
+                    assert_close(&to_c(&fast_q[0]), &to_c(&general_q[0]), tol * m as f64);
+                }
+                // orgqr of any scalars, as `householder_product` takes them: the last row's
+                // reflector (nothing below the diagonal) scales by `1 - tau` too.
+                if m >= n {
+                    let taus = random(batch, k, false, 90);
+                    let tau_shape = [batch as i64, k as i64];
+                    let q = |target: String, in_et: ElementType| {
+                        let operands = [
+                            real_input(&shape, &a, in_et),
+                            real_input(&tau_shape, &taus, in_et),
+                        ];
+                        call(&target, &operands, &[t(&shape, in_et)], &[]).unwrap()
+                    };
+                    let fast_q = q(format!("lapack_{letter}orgqr_ffi"), et);
+                    let general_q = q("lapack_zungqr_ffi".to_string(), ElementType::C128);
+                    // Reflectors with arbitrary scalars are not orthogonal: the product
+                    // grows, and is compared relative to its size.
+                    let want = to_c(&general_q[0]);
+                    let scale = want.iter().map(|z| z.norm()).fold(1.0, f64::max);
+                    assert_close(&to_c(&fast_q[0]), &want, tol * m as f64 * scale);
+                }
                 // SVD: the same singular values; U S V^T gives a back.
                 let sv_types = |uc: usize, vr: usize| {
                     [
