@@ -133,6 +133,10 @@ def cases(jax, jnp):
         "cholesky_512": (jnp.linalg.cholesky, [spd]),
         "eigh_128": (lambda a: jnp.linalg.eigh(a)[0], [sym]),
         "svd_128": (lambda a: jnp.linalg.svd(a)[1], [m[:128, :128]]),
+        "qr_256": (lambda a: jnp.linalg.qr(a)[1], [square]),
+        "qr_tall": (lambda a: jnp.linalg.qr(a)[0], [m[:512, :128]]),
+        # The eigenvalues sorted: past a few dozen rows their order is not LAPACK's.
+        "eigvals_100": (lambda a: jnp.sort(jnp.linalg.eigvals(a)), [m[:100, :100]]),
     }
 
 
