@@ -253,6 +253,29 @@ fn lapack_evd_params<T: faer::traits::ComplexField>() -> faer::Spec<evd::EvdPara
 /// guard controls.
 const EIG_PAR: Par = Par::Seq;
 
+/// Scratch space for `faer`'s eigendecomposition of an `n x n` matrix.
+fn evd_buffer<T: faer::traits::ComplexField>(
+    n: usize,
+    left: bool,
+    right: bool,
+    params: faer::Spec<evd::EvdParams, T>,
+) -> MemBuffer {
+    let vectors = |wanted: bool| {
+        if wanted {
+            evd::ComputeEigenvectors::Yes
+        } else {
+            evd::ComputeEigenvectors::No
+        }
+    };
+    MemBuffer::new(evd::evd_scratch::<T>(
+        n,
+        vectors(left),
+        vectors(right),
+        EIG_PAR,
+        params,
+    ))
+}
+
 /// A general matrix's eigenvalues and its left and right eigenvectors, as `geev` returns
 /// them: row-major `n x n` with the vectors as columns (empty when not asked for), each of
 /// unit norm with its component of largest magnitude real.
@@ -279,15 +302,7 @@ pub(super) fn eig_real<T: Real>(a: &[T], n: usize, left: bool, right: bool) -> O
         let _keep = oxla_simd::KeepDenormals::new();
         let par = EIG_PAR;
         let params = lapack_evd_params::<T>();
-        let wants = |w: bool| {
-            if w {
-                evd::ComputeEigenvectors::Yes
-            } else {
-                evd::ComputeEigenvectors::No
-            }
-        };
-        let scratch = evd::evd_scratch::<T>(n, wants(left), wants(right), par, params);
-        let mut buffer = MemBuffer::new(scratch);
+        let mut buffer = evd_buffer::<T>(n, left, right, params);
         evd::evd_real(
             view,
             s_re.as_mut(),
@@ -352,15 +367,7 @@ where
         let _keep = oxla_simd::KeepDenormals::new();
         let par = EIG_PAR;
         let params = lapack_evd_params::<Cx<T>>();
-        let wants = |w: bool| {
-            if w {
-                evd::ComputeEigenvectors::Yes
-            } else {
-                evd::ComputeEigenvectors::No
-            }
-        };
-        let scratch = evd::evd_scratch::<Cx<T>>(n, wants(left), wants(right), par, params);
-        let mut buffer = MemBuffer::new(scratch);
+        let mut buffer = evd_buffer::<Cx<T>>(n, left, right, params);
         evd::evd_cplx(
             view,
             s.as_mut(),
