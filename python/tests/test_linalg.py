@@ -519,6 +519,16 @@ def test_rsf2csf_takes_lapacks_eigenvalue_of_each_block(n, oxla_device, cpu_devi
             assert_close(g, w, np.complex64, scale=10)
 
 
+def test_qr_large_enough_to_thread(oxla_device, cpu_device):
+    # Past 2^25 multiply-adds the QR and the reflector product run on faer's threads.
+    a = rand((400, 300), np.float32, seed=27)
+    (q, r), (want_q, want_r) = both(
+        jnp.linalg.qr, a, oxla_device=oxla_device, cpu_device=cpu_device
+    )
+    assert_close(q, want_q, np.float32, scale=300)
+    assert_close(r, want_r, np.float32, scale=300)
+
+
 @pytest.mark.parametrize("n", [70, 200])
 def test_matrices_past_the_block_sizes(n, dtype, oxla_device, cpu_device):
     # Real matrices take blocked, threaded kernels in their own precision; these sizes

@@ -434,6 +434,16 @@ fn normalize_columns<T: Real>(v: &mut [Cx<T>], n: usize) {
     }
 }
 
+/// Threads for a QR or reflector product of `m x n` with `k` reflectors: below about
+/// `2^25` multiply-adds faer's threads spend more time meeting at barriers than working.
+fn qr_par(m: usize, n: usize, k: usize) -> Par {
+    if m.saturating_mul(n).saturating_mul(k) < 1 << 25 {
+        Par::Seq
+    } else {
+        Par::rayon(0)
+    }
+}
+
 /// Householder QR of the row-major `m x n` matrix in `a`, in place as LAPACK's `geqrf`
 /// leaves it (`R` on and above the diagonal, each reflector's vector below it with its
 /// leading 1 implied), and the reflectors' scalars (`H = I - tau v v^T`). The reflectors
@@ -451,7 +461,7 @@ pub(super) fn qr<T: Real>(a: &mut [T], m: usize, n: usize) -> Option<Vec<T>> {
     let block = qr_factor::recommended_block_size::<T>(m, n).clamp(1, k);
     let mut factor = Mat::<T>::zeros(block, k);
     let info = threads::install(|| {
-        let par = Par::rayon(0);
+        let par = qr_par(m, n, k);
         let params = Default::default();
         let scratch = qr_factor::qr_in_place_scratch::<T>(m, n, block, par, params);
         let mut buffer = MemBuffer::new(scratch);
@@ -539,7 +549,7 @@ pub(super) fn householder_product<T: Real>(
         let mut factor = Mat::<T>::zeros(block, k);
         let mut gram = Mat::<T>::zeros(block, block);
         threads::install(|| {
-            let par = Par::rayon(0);
+            let par = qr_par(m, n, k);
             for start in (0..k).step_by(block) {
                 let b = block.min(k - start);
                 let v = basis.as_ref().subcols(start, b);
