@@ -1315,14 +1315,9 @@ fn gehrd(a: &mut [C], n: usize) -> Vec<C> {
     taus
 }
 
-/// The complex Schur form `A = Z T Z^H` of a row-major `n x n` matrix: `T` upper
-/// triangular, `Z` unitary. Hessenberg reduction, then single-shift QR iterations with
-/// Wilkinson shifts. Returns `(T, Z, info)`, `info` > 0 when the iteration did not converge
-/// (as LAPACK: the 1-based index below which eigenvalues have converged).
-fn schur(a: &[C], n: usize) -> (Vec<C>, Vec<C>, i32) {
-    let mut h = a.to_vec();
-    let taus = gehrd(&mut h, n);
-    // Z = Q = H_1 ... H_{n-1}, applied backwards to the identity.
+/// `Q = H_1 ... H_{n-1}` of `gehrd`'s reflectors (packed below the subdiagonal of the
+/// row-major `h`), applied backwards to the identity.
+fn hessenberg_q(h: &[C], taus: &[C], n: usize) -> Vec<C> {
     let mut z = vec![ZERO; n * n];
     for d in 0..n {
         z[d * n + d] = ONE;
@@ -1341,6 +1336,17 @@ fn schur(a: &[C], n: usize) -> (Vec<C>, Vec<C>, i32) {
             }
         }
     }
+    z
+}
+
+/// The complex Schur form `A = Z T Z^H` of a row-major `n x n` matrix: `T` upper
+/// triangular, `Z` unitary. Hessenberg reduction, then single-shift QR iterations with
+/// Wilkinson shifts. Returns `(T, Z, info)`, `info` > 0 when the iteration did not converge
+/// (as LAPACK: the 1-based index below which eigenvalues have converged).
+fn schur(a: &[C], n: usize) -> (Vec<C>, Vec<C>, i32) {
+    let mut h = a.to_vec();
+    let taus = gehrd(&mut h, n);
+    let mut z = hessenberg_q(&h, &taus, n);
     for j in 0..n {
         for i in j + 2..n {
             h[i * n + j] = ZERO;
@@ -1437,23 +1443,7 @@ fn real_schur(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>, Vec<C>, i32) {
     // The Hessenberg reduction and its Q, through the complex routines (real data stays real).
     let mut hc: Vec<C> = a.iter().map(|&x| C::new(x, 0.0)).collect();
     let taus = gehrd(&mut hc, n);
-    let mut zc = vec![ZERO; n * n];
-    for d in 0..n {
-        zc[d * n + d] = ONE;
-    }
-    for (j, &tau) in taus.iter().enumerate().rev() {
-        for c in j + 1..n {
-            let mut w = zc[(j + 1) * n + c];
-            for i in j + 2..n {
-                w += hc[i * n + j].conj() * zc[i * n + c];
-            }
-            let f = tau * w;
-            zc[(j + 1) * n + c] -= f;
-            for i in j + 2..n {
-                zc[i * n + c] -= hc[i * n + j] * f;
-            }
-        }
-    }
+    let zc = hessenberg_q(&hc, &taus, n);
     let mut h: Vec<f64> = hc.iter().map(|x| x.re).collect();
     let mut z: Vec<f64> = zc.iter().map(|x| x.re).collect();
     for j in 0..n {
