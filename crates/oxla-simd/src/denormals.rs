@@ -12,6 +12,17 @@
 /// While alive, float arithmetic on this thread keeps denormals (gradual underflow).
 #[must_use = "the setting lasts only while the guard is alive"]
 pub struct KeepDenormals {
+    _restore: Restore,
+}
+
+/// While alive, float arithmetic on this thread flushes denormals to zero.
+#[must_use = "the setting lasts only while the guard is alive"]
+pub struct FlushDenormals {
+    _restore: Restore,
+}
+
+/// The thread's flush setting before a guard changed it, put back when the guard drops.
+struct Restore {
     #[cfg_attr(
         not(any(target_arch = "x86_64", target_arch = "aarch64")),
         allow(dead_code)
@@ -19,14 +30,18 @@ pub struct KeepDenormals {
     saved: u64,
 }
 
-/// While alive, float arithmetic on this thread flushes denormals to zero.
-#[must_use = "the setting lasts only while the guard is alive"]
-pub struct FlushDenormals {
-    #[cfg_attr(
-        not(any(target_arch = "x86_64", target_arch = "aarch64")),
-        allow(dead_code)
-    )]
-    saved: u64,
+impl Restore {
+    fn set(flush: bool) -> Restore {
+        Restore {
+            saved: imp::set(flush),
+        }
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        imp::restore(self.saved);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -95,29 +110,8 @@ impl FlushDenormals {
     /// Flushes denormals on this thread until the guard is dropped.
     pub fn new() -> FlushDenormals {
         FlushDenormals {
-            saved: imp::set(true),
+            _restore: Restore::set(true),
         }
-    }
-}
-
-impl KeepDenormals {
-    /// Keeps denormals on this thread until the guard is dropped.
-    pub fn new() -> KeepDenormals {
-        KeepDenormals {
-            saved: imp::set(false),
-        }
-    }
-}
-
-impl Default for KeepDenormals {
-    fn default() -> Self {
-        KeepDenormals::new()
-    }
-}
-
-impl Drop for KeepDenormals {
-    fn drop(&mut self) {
-        imp::restore(self.saved);
     }
 }
 
@@ -127,9 +121,18 @@ impl Default for FlushDenormals {
     }
 }
 
-impl Drop for FlushDenormals {
-    fn drop(&mut self) {
-        imp::restore(self.saved);
+impl KeepDenormals {
+    /// Keeps denormals on this thread until the guard is dropped.
+    pub fn new() -> KeepDenormals {
+        KeepDenormals {
+            _restore: Restore::set(false),
+        }
+    }
+}
+
+impl Default for KeepDenormals {
+    fn default() -> Self {
+        KeepDenormals::new()
     }
 }
 
