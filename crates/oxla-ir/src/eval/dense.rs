@@ -17,6 +17,8 @@ use super::typed::Plain;
 use crate::attrs::Transpose;
 use faer::diag::Diag;
 use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor as llt_factor;
+use faer::linalg::lu::partial_pivoting::factor as lu_factor;
 use faer::linalg::qr::no_pivoting::factor as qr_factor;
 use faer::linalg::triangular_solve as trsm;
 use faer::linalg::{evd, householder, matmul};
@@ -56,6 +58,28 @@ fn finite<T: Real>(a: &[T]) -> bool {
     a.iter().all(|v| v.is_finite())
 }
 
+/// The row-major `rows x cols` `src` transposed into the row-major `cols x rows` `dst`; the
+/// same bytes read the other way, a row-major matrix into a column-major one and back. faer
+/// works on column-major matrices at full speed (its LU at half speed on a row-major view)
+/// and its own copies between the two orders go element by element.
+fn transpose<T: Real>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    if std::mem::size_of::<T>() == 4 {
+        let s: &[u32] = bytemuck::cast_slice(src);
+        let d: &mut [u32] = bytemuck::cast_slice_mut(dst);
+        if super::shape::transpose32_split(s, cols, d, cols, rows, false) {
+            return;
+        }
+    }
+    super::shape::copy_tiles(src, 0, cols, dst, cols, rows);
+}
+
+/// The row-major `rows x cols` `a` as a column-major matrix.
+fn column_major<T: Real>(a: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut out = vec![T::zero_impl(); rows * cols];
+    transpose(a, rows, cols, &mut out);
+    out
+}
+
 fn side(lower: bool) -> Side {
     if lower {
         Side::Lower
@@ -71,13 +95,35 @@ pub(super) fn cholesky<T: Real>(a: &[T], n: usize, lower: bool, out: &mut [T]) -
     if !finite(a) {
         return None;
     }
-    let llt = threads::install(|| MatRef::from_row_major_slice(a, n, n).llt(side(lower)).ok())?;
-    let l = llt.L();
-    for i in 0..n {
-        for j in 0..=i {
-            let at = if lower { i * n + j } else { j * n + i };
-            out[at] = l[(i, j)];
-        }
+    // faer factors the lower triangle of a column-major matrix in place. The row-major
+    // upper triangle, read column-major, is the lower one of the transpose: the same matrix.
+    let mut mat = if lower {
+        column_major(a, n, n)
+    } else {
+        a.to_vec()
+    };
+    threads::install(|| {
+        let par = factor_par(n, n, n);
+        let params = Default::default();
+        let scratch = llt_factor::cholesky_in_place_scratch::<T>(n, par, params);
+        let mut buffer = MemBuffer::new(scratch);
+        llt_factor::cholesky_in_place(
+            MatMut::from_column_major_slice_mut(&mut mat, n, n),
+            Default::default(),
+            par,
+            MemStack::new(&mut buffer),
+            params,
+        )
+        .ok()
+    })?;
+    // `U = L^T` row-major is `L` column-major; `L` row-major is its transpose.
+    if lower {
+        let l = mat.clone();
+        transpose(&l, n, n, &mut mat);
+    }
+    for (i, (out, l)) in out.chunks_exact_mut(n).zip(mat.chunks_exact(n)).enumerate() {
+        let part = if lower { 0..=i } else { i..=n - 1 };
+        out[part.clone()].copy_from_slice(&l[part]);
     }
     Some(())
 }
@@ -90,19 +136,29 @@ pub(super) fn lu<T: Real>(a: &mut [T], m: usize, n: usize) -> Option<Vec<i32>> {
         return None;
     }
     let k = m.min(n);
-    let lu = threads::install(|| MatRef::from_row_major_slice(a, m, n).partial_piv_lu());
-    let (l, u) = (lu.L(), lu.U());
-    if (0..k).any(|j| u[(j, j)] == T::zero_impl()) {
+    let mut mat = column_major(a, m, n);
+    let mut forward = vec![0usize; m];
+    let mut inverse = vec![0usize; m];
+    threads::install(|| {
+        let par = factor_par(m, n, k);
+        let params = Default::default();
+        let scratch = lu_factor::lu_in_place_scratch::<usize, T>(m, n, par, params);
+        let mut buffer = MemBuffer::new(scratch);
+        lu_factor::lu_in_place(
+            MatMut::from_column_major_slice_mut(&mut mat, m, n),
+            &mut forward,
+            &mut inverse,
+            par,
+            MemStack::new(&mut buffer),
+            params,
+        );
+    });
+    if (0..k).any(|j| mat[j * m + j] == T::zero_impl()) {
         return None;
     }
-    for i in 0..m {
-        for j in 0..n {
-            a[i * n + j] = if j < i { l[(i, j)] } else { u[(i, j)] };
-        }
-    }
+    transpose(&mat, n, m, a);
     // Row `forward[j]` of the operand is row `j` of `P a = L U`; LAPACK's pivots say which
     // row to swap into place `j`, one step after another.
-    let forward = lu.P().arrays().0;
     let mut row_at: Vec<usize> = (0..m).collect();
     let mut place: Vec<usize> = (0..m).collect();
     let mut pivots = Vec::with_capacity(k);
@@ -434,9 +490,9 @@ fn normalize_columns<T: Real>(v: &mut [Cx<T>], n: usize) {
     }
 }
 
-/// Threads for a QR or reflector product of `m x n` with `k` reflectors: below about
+/// Threads for a factorization (or reflector product) of `m x n` with `k` steps: below about
 /// `2^25` multiply-adds faer's threads spend more time meeting at barriers than working.
-fn qr_par(m: usize, n: usize, k: usize) -> Par {
+fn factor_par(m: usize, n: usize, k: usize) -> Par {
     if m.saturating_mul(n).saturating_mul(k) < 1 << 25 {
         Par::Seq
     } else {
@@ -457,16 +513,16 @@ pub(super) fn qr<T: Real>(a: &mut [T], m: usize, n: usize) -> Option<Vec<T>> {
     if k == 0 {
         return Some(Vec::new());
     }
-    let mut mat = Mat::from_fn(m, n, |i, j| a[i * n + j]);
+    let mut mat = column_major(a, m, n);
     let block = qr_factor::recommended_block_size::<T>(m, n).clamp(1, k);
     let mut factor = Mat::<T>::zeros(block, k);
     let info = threads::install(|| {
-        let par = qr_par(m, n, k);
+        let par = factor_par(m, n, k);
         let params = Default::default();
         let scratch = qr_factor::qr_in_place_scratch::<T>(m, n, block, par, params);
         let mut buffer = MemBuffer::new(scratch);
         qr_factor::qr_in_place(
-            mat.as_mut(),
+            MatMut::from_column_major_slice_mut(&mut mat, m, n),
             factor.as_mut(),
             par,
             MemStack::new(&mut buffer),
@@ -493,11 +549,7 @@ pub(super) fn qr<T: Real>(a: &mut [T], m: usize, n: usize) -> Option<Vec<T>> {
             }
         })
         .collect();
-    for i in 0..m {
-        for j in 0..n {
-            a[i * n + j] = mat[(i, j)];
-        }
-    }
+    transpose(&mat, n, m, a);
     Some(taus)
 }
 
@@ -514,7 +566,8 @@ pub(super) fn householder_product<T: Real>(
     if !finite(a) || !finite(taus) {
         return None;
     }
-    let mut q = Mat::<T>::zeros(m, n);
+    let mut q_data = vec![T::zero_impl(); m * n];
+    let mut q = MatMut::from_column_major_slice_mut(&mut q_data, m, n);
     for d in 0..n.min(m) {
         q[(d, d)] = T::one_impl();
     }
@@ -538,21 +591,25 @@ pub(super) fn householder_product<T: Real>(
         return None;
     }
     if k > 0 {
-        let basis = Mat::from_fn(m, k, |i, j| match i.cmp(&j) {
-            std::cmp::Ordering::Less => T::zero_impl(),
-            std::cmp::Ordering::Equal => T::one_impl(),
-            std::cmp::Ordering::Greater => a[i * n + j],
-        });
+        // The reflectors' vectors, column-major: below the diagonal of `a`'s first `k`
+        // columns, with the leading 1 on it.
+        let mut vectors = column_major(a, m, n);
+        vectors.truncate(m * k);
+        for (j, column) in vectors.chunks_exact_mut(m).enumerate() {
+            column[..j].fill(T::zero_impl());
+            column[j] = T::one_impl();
+        }
+        let basis = MatRef::from_column_major_slice(&vectors, m, k);
         // The block factors for `H_s ... H_(s+b-1) = I - V F^-1 V^T`: `F` upper triangular,
         // `1 / tau` on the diagonal and `V^T V` above it.
         let block = qr_factor::recommended_block_size::<T>(m, k).clamp(1, k);
         let mut factor = Mat::<T>::zeros(block, k);
         let mut gram = Mat::<T>::zeros(block, block);
         threads::install(|| {
-            let par = qr_par(m, n, k);
+            let par = factor_par(m, n, k);
             for start in (0..k).step_by(block) {
                 let b = block.min(k - start);
-                let v = basis.as_ref().subcols(start, b);
+                let v = basis.subcols(start, b);
                 let mut g = gram.as_mut().submatrix_mut(0, 0, b, b);
                 matmul::matmul(
                     g.as_mut(),
@@ -584,5 +641,7 @@ pub(super) fn householder_product<T: Real>(
             );
         });
     }
-    Some(row_major(q.as_ref()))
+    let mut out = vec![T::zero_impl(); m * n];
+    transpose(&q_data, n, m, &mut out);
+    Some(out)
 }
