@@ -48,7 +48,7 @@ def test_compiler_options_dump_dir_and_opt_level(tmp_path, oxla_device):
     timings = json.loads((dump / "timings.json").read_text())
     assert timings["module"] == "jit_f"
     assert [p["name"] for p in timings["phases"]] == [
-        "read", "verify", "lower", "check", "inline", "fold", "divisions"
+        "read", "verify", "lower", "check", "inline", "fold", "dead", "divisions"
     ]
 
 

@@ -162,6 +162,19 @@ def test_lax_lu_batched(shape, dtype, oxla_device, cpu_device):
     np.testing.assert_array_equal(perm, want[2])
 
 
+def test_a_permutation_nothing_reads_is_not_computed(tmp_path, oxla_device, cpu_device):
+    # `lax.linalg.lu` lowers with a loop building the row permutation from the pivots,
+    # which `lu(a)[0]` (and `det`, `slogdet`) never read: oxla drops it as dead code.
+    a = rand((6, 6), np.float32, seed=4)
+    fn = lambda x: lax.linalg.lu(x)[0]  # noqa: E731
+    x = jax.device_put(a, oxla_device)
+    compiled = jax.jit(fn).lower(x).compile(compiler_options={"oxla_dump_dir": str(tmp_path)})
+    (dump,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert "stablehlo.while" in (dump / "ir.010-read.mlir").read_text()
+    assert "stablehlo.while" not in (dump / "plan.mlir").read_text()
+    assert_close(np.asarray(compiled(x)), run(fn, (a,), cpu_device), np.float32)
+
+
 @pytest.mark.parametrize("shape", RECT_SHAPES + [(2, 3, 5, 5)], ids=str)
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
 def test_qr(shape, mode, dtype, oxla_device, cpu_device):

@@ -581,6 +581,7 @@ mod tests {
                 "check",
                 "inline",
                 "fold",
+                "dead",
                 "divisions"
             ]
         );

@@ -290,6 +290,17 @@ impl Executable {
             if folded > 0 {
                 run.ir_after("fold", device_module.as_ref().unwrap_or(&module));
             }
+            // What nothing reads goes (JAX's `lu` builds a permutation `det` never reads).
+            let removed = run.phase("dead", || {
+                let mut removed = 0;
+                for m in std::iter::once(&mut module).chain(device_module.as_mut()) {
+                    removed += oxla_ir::transform::remove_dead_ops(m);
+                }
+                Ok(removed)
+            })?;
+            if removed > 0 {
+                run.ir_after("dead", device_module.as_ref().unwrap_or(&module));
+            }
         }
         if run.flags().xla_divisions {
             // Divisions round as on XLA's cpu backend (`x / c` as `x * (1/c)`, ...), so a

@@ -112,6 +112,7 @@ fn client_flags_take_effect() {
             "check",
             "inline",
             "fold",
+            "dead",
             "divisions",
             "verify-plan"
         ]
@@ -137,6 +138,7 @@ fn client_flags_take_effect() {
             "check",
             "inline",
             "fold",
+            "dead",
             "divisions",
             "verify-plan"
         ]

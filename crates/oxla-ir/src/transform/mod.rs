@@ -3,16 +3,19 @@
 //! division rewrites change how divisions round, to XLA's way; folding computes small
 //! integer results on constants ahead of time, with the evaluator's own bits; the counter
 //! rules narrow `jax.random`'s 64-bit counters by integer identities. `ApproxTopK` calls
-//! become a sort and slices, which is how they run.
+//! become a sort and slices, which is how they run. Ops whose results nothing reads, and
+//! whose running has no other effect, are removed.
 
 mod approx_top_k;
 mod counters;
+mod dead;
 mod division;
 mod fold;
 mod inline;
 
 pub use approx_top_k::{lower_approx_top_k, APPROX_TOP_K};
 pub use counters::simplify_counters;
+pub use dead::remove_dead_ops;
 pub use division::rewrite_divisions;
 pub use fold::fold_integer_constants;
 pub(crate) use inline::call_target;
