@@ -1506,9 +1506,9 @@ fn small_loops_compile_without_changing_bits() {
 /// scatters that replace or add, some pivots out of bounds), plus a two-dimensional
 /// dynamic slice and update at clamped starts and a scatter at a two-entry index vector
 /// mapped to the operand's dimensions in reverse order.
-const MOVING_LOOP: &str = r#"func.func @main(%perm: tensor<8xi32>, %piv: tensor<8xi32>, %m: tensor<4x6xf32>, %v: tensor<2x3xf32>, %rc: tensor<2xi32>) -> (tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>) {
+const MOVING_LOOP: &str = r#"func.func @main(%perm: tensor<8xi32>, %piv: tensor<8xi32>, %m: tensor<4x6xf32>, %v: tensor<2x3xf32>, %rc: tensor<2xi32>) -> (tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>) {
   %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:5 = stablehlo.while(%i = %c0, %p = %perm, %x = %m, %acc = %c0, %h = %perm) : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>
+  %r:7 = stablehlo.while(%i = %c0, %p = %perm, %x = %m, %acc = %c0, %h = %perm, %g = %perm, %z = %perm) : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
   cond {
     %lim = stablehlo.constant dense<8> : tensor<i32>
     %q = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
@@ -1546,12 +1546,26 @@ const MOVING_LOOP: &str = r#"func.func @main(%perm: tensor<8xi32>, %piv: tensor<
       %s = stablehlo.multiply %u0, %u1 : tensor<f32>
       stablehlo.return %s : tensor<f32>
     }) : (tensor<4x6xf32>, tensor<2xi32>, tensor<f32>) -> tensor<4x6xf32>
-    %acc2 = stablehlo.add %acc, %a : tensor<i32>
+    %late1 = stablehlo.dynamic_slice %p, %cv, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
+    %late = stablehlo.reshape %late1 : (tensor<1xi32>) -> tensor<i32>
+    %g2 = "stablehlo.scatter"(%perm, %ib, %acc) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>}> ({
+    ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):
+      stablehlo.return %u1 : tensor<i32>
+    }) : (tensor<8xi32>, tensor<1xi32>, tensor<i32>) -> tensor<8xi32>
+    %z2 = "stablehlo.scatter"(%z, %ib, %b) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>}> ({
+    ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):
+      stablehlo.return %u1 : tensor<i32>
+    }) : (tensor<8xi32>, tensor<1xi32>, tensor<i32>) -> tensor<8xi32>
+    %zs1 = stablehlo.dynamic_slice %z2, %cv, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
+    %zs = stablehlo.reshape %zs1 : (tensor<1xi32>) -> tensor<i32>
+    %acc1 = stablehlo.add %acc, %a : tensor<i32>
+    %acc3 = stablehlo.add %acc1, %late : tensor<i32>
+    %acc2 = stablehlo.add %acc3, %zs : tensor<i32>
     %one = stablehlo.constant dense<1> : tensor<i32>
     %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %j, %p2, %x3, %acc2, %h2 : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>
+    stablehlo.return %j, %p2, %x3, %acc2, %h2, %g2, %z : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
   }
-  return %r#1, %r#2, %r#3, %r#4 : tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>
+  return %r#1, %r#2, %r#3, %r#4, %r#5, %r#6 : tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
 }
 "#;
 
@@ -1566,7 +1580,10 @@ fn loops_that_move_elements_compile_without_changing_results() {
     let mut rng = Rng(11);
     let perm = ints(vec![8], &[3, 1, 4, 0, 7, 5, 2, 6]);
     // Pivots inside the state and out of it on both sides; index vectors inside the matrix
-    // (row 2 of 4, column 5 of 6: reversed, (5, 2) names it) and out of it.
+    // (row 2 of 4, column 5 of 6: reversed, (5, 2) names it) and out of it. Updates whose
+    // operand nothing reads after them update it in place; the others (an operand read
+    // later in the body, captured from outside the loop, or passed on as the next state)
+    // must copy it.
     for (piv, rc) in [
         ([7, 1, 5, 3, 6, 5, 7, 7], [5, 2]),
         ([-3, 9, 2, 100, 0, -1, 8, 4], [2, 5]),

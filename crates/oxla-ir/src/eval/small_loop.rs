@@ -14,7 +14,8 @@
 //! move elements: `dynamic_slice` and `dynamic_update_slice` (starts clamped as the spec
 //! says), and a `scatter` of one element at one index vector that replaces or combines with
 //! a commutative op (skipped when the index is out of bounds): a `fori_loop`'s
-//! `x.at[i].set(v)`, and JAX's loop turning LU pivots into a permutation. Loops with any
+//! `x.at[i].set(v)`, and JAX's loop turning LU pivots into a permutation; these update their
+//! operand in place when nothing reads it after them. Loops with any
 //! other op, a value over [`MAX_ELEMENTS`] elements,
 //! or an element type other than f32, f64, the 32- and 64-bit integers and `i1` run in the
 //! interpreter.
@@ -260,6 +261,11 @@ pub(crate) struct LoopProgram {
     /// Values of the enclosing function the regions read (hoisted constants, say), with
     /// their slots: filled once before the first iteration.
     captures: Vec<(ValueId, usize)>,
+    /// Per slot: whether the body's `dynamic_update_slice` or one-element `scatter` writing
+    /// it takes its operand's buffer and updates it in place, instead of copying it. Its
+    /// operand is then a loop-carried value or one the body computed, which nothing reads
+    /// after it in the iteration (not even as the next state).
+    in_place: Vec<bool>,
 }
 
 /// A counted loop whose body is one register run and the counter's step: it runs chunk by
@@ -700,6 +706,22 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
                 && body_results.iter().filter(|&&w| w == r).count() == 1
                 && !state.contains(&r)
         });
+    let mut in_place = vec![false; b.slots.len()];
+    for (k, inst) in body_insts.iter().enumerate() {
+        let operand = match inst {
+            Inst::DynamicUpdateSlice(operand, ..) => *operand,
+            Inst::ScatterOne(scatter) => scatter.operand,
+            _ => continue,
+        };
+        let per_iteration =
+            state.contains(&operand) || body_insts[..k].iter().any(|i| i.dst() == operand);
+        let read_after = body_results.contains(&operand)
+            || inst.sources()[1..].contains(&operand)
+            || body_insts[k + 1..]
+                .iter()
+                .any(|i| i.sources().contains(&operand));
+        in_place[inst.dst()] = per_iteration && !read_after;
+    }
     // A value a group computes is stored when anything outside the group reads it: another
     // instruction of either region, the condition's result, or the loop's next state.
     let mut reads = vec![0usize; b.slots.len()];
@@ -748,6 +770,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         swapped,
         state,
         captures: b.captures,
+        in_place,
     })
 }
 
@@ -1143,16 +1166,24 @@ impl LoopProgram {
                 let u = &self.slots[*update];
                 let at = self.clamped_starts(mem, starts, &o.ty.shape, &u.ty.shape);
                 let size = o.bytes / o.len.max(1);
+                if self.in_place[dst] {
+                    std::mem::swap(&mut out, &mut mem[*src]);
+                } else {
+                    out.copy_from_slice(&mem[*src]);
+                }
                 let whole = bytes_mut(&mut out, o.bytes);
-                whole.copy_from_slice(bytes(&mem[*src], o.bytes));
                 let from = bytes(&mem[*update], u.bytes);
                 window_rows(&o.ty.shape, &at, &u.ty.shape, size, |w, d, n| {
                     whole[w..w + n].copy_from_slice(&from[d..d + n]);
                 });
             }
             Inst::ScatterOne(sc) => {
+                if self.in_place[dst] {
+                    std::mem::swap(&mut out, &mut mem[sc.operand]);
+                } else {
+                    out.copy_from_slice(&mem[sc.operand]);
+                }
                 let whole = bytes_mut(&mut out, o.bytes);
-                whole.copy_from_slice(bytes(&mem[sc.operand], o.bytes));
                 let et = self.slots[sc.index].et;
                 let mut offset = Some(0usize);
                 for (k, &(extent, stride)) in sc.targets.iter().enumerate() {
