@@ -1563,7 +1563,8 @@ const MOVING_LOOP: &str = r#"func.func @main(%perm: tensor<8xi32>, %piv: tensor<
     %acc2 = stablehlo.add %acc3, %zs : tensor<i32>
     %one = stablehlo.constant dense<1> : tensor<i32>
     %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %j, %p2, %x3, %acc2, %h2, %g2, %z : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
+    %h3 = stablehlo.dynamic_update_slice %h2, %a1, %cv : (tensor<8xi32>, tensor<1xi32>, tensor<i32>) -> tensor<8xi32>
+    stablehlo.return %j, %p2, %x3, %acc2, %h3, %g2, %z : tensor<i32>, tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
   }
   return %r#1, %r#2, %r#3, %r#4, %r#5, %r#6 : tensor<8xi32>, tensor<4x6xf32>, tensor<i32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
 }

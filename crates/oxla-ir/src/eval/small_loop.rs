@@ -948,6 +948,16 @@ impl LoopProgram {
             .collect()
     }
 
+    /// The row-major offset of the one element a window of extent 1 in every dimension
+    /// takes at the scalar `starts` (each clamped into the array) in an array of `shape`.
+    fn element_offset(&self, mem: &[Vec<Block>], starts: &[usize], shape: &[i64]) -> usize {
+        starts.iter().zip(shape).fold(0, |offset, (&s, &w)| {
+            let extent = w.max(1) as usize;
+            let at = read_int(&mem[s], self.slots[s].et, 0).clamp(0, extent as i128 - 1);
+            offset * extent + at as usize
+        })
+    }
+
     /// Whether the loop runs as generated code ([`CountedCode`]).
     pub(crate) fn has_generated_code(&self) -> bool {
         self.counted.as_ref().is_some_and(|c| c.code.is_some())
@@ -1153,6 +1163,13 @@ impl LoopProgram {
                     o.copy_from_slice(src);
                 }
             }
+            Inst::DynamicSlice(src, starts, _) if o.len == 1 => {
+                let s = &self.slots[*src];
+                let size = o.bytes;
+                let at = self.element_offset(mem, starts, &s.ty.shape) * size;
+                bytes_mut(&mut out, size)
+                    .copy_from_slice(&bytes(&mem[*src], s.bytes)[at..at + size]);
+            }
             Inst::DynamicSlice(src, starts, _) => {
                 let s = &self.slots[*src];
                 let at = self.clamped_starts(mem, starts, &s.ty.shape, &o.ty.shape);
@@ -1164,8 +1181,13 @@ impl LoopProgram {
             }
             Inst::DynamicUpdateSlice(src, update, starts, _) => {
                 let u = &self.slots[*update];
-                let at = self.clamped_starts(mem, starts, &o.ty.shape, &u.ty.shape);
                 let size = o.bytes / o.len.max(1);
+                // One element: its offset without building the window's rows.
+                let one = (u.len == 1).then(|| self.element_offset(mem, starts, &o.ty.shape));
+                let at = match one {
+                    Some(_) => Vec::new(),
+                    None => self.clamped_starts(mem, starts, &o.ty.shape, &u.ty.shape),
+                };
                 if self.in_place[dst] {
                     std::mem::swap(&mut out, &mut mem[*src]);
                 } else {
@@ -1173,9 +1195,12 @@ impl LoopProgram {
                 }
                 let whole = bytes_mut(&mut out, o.bytes);
                 let from = bytes(&mem[*update], u.bytes);
-                window_rows(&o.ty.shape, &at, &u.ty.shape, size, |w, d, n| {
-                    whole[w..w + n].copy_from_slice(&from[d..d + n]);
-                });
+                match one {
+                    Some(at) => whole[at * size..][..size].copy_from_slice(&from[..size]),
+                    None => window_rows(&o.ty.shape, &at, &u.ty.shape, size, |w, d, n| {
+                        whole[w..w + n].copy_from_slice(&from[d..d + n]);
+                    }),
+                }
             }
             Inst::ScatterOne(sc) => {
                 if self.in_place[dst] {
