@@ -74,6 +74,10 @@ def cases(jax, jnp):
     def accumulate(acc, dz, h):
         return lax.fori_loop(0, 50, lambda i, a: a + (dz[i].T @ h[i]).T, acc)
 
+    # A loop writing one element per iteration from the one before (`x.at[i].set`).
+    def running(v):
+        return lax.fori_loop(1, 1024, lambda i, v: v.at[i].set(v[i - 1] * 0.5 + 1.0), v)
+
     # Linear algebra on well-conditioned matrices; eigen- and singular vectors are computed
     # but only the values are compared (the vectors' signs are free).
     spd = (m[:512, :512] @ m[:512, :512].T + 512 * np.eye(512)).astype(np.float32)
@@ -127,9 +131,11 @@ def cases(jax, jnp):
         "conv_depthwise": (conv(1, 32), [images, dw_w]),
         "conv_depthwise_kernel_grad": (depthwise_kernel_grad, [images, dw_dy]),
         "dot_accumulate_loop": (accumulate, [acc, dzs, hs]),
+        "fori_set_1k": (running, [x[:1024]]),
         "fft_rows": (jnp.fft.fft, [m[:256].astype(np.complex64)]),
         "rfft2": (jnp.fft.rfft2, [m[:512, :512]]),
         "solve_256": (jnp.linalg.solve, [square, m[:256, :8]]),
+        "det_256": (jnp.linalg.det, [square]),
         "cholesky_512": (jnp.linalg.cholesky, [spd]),
         "eigh_128": (lambda a: jnp.linalg.eigh(a)[0], [sym]),
         "svd_128": (lambda a: jnp.linalg.svd(a)[1], [m[:128, :128]]),
