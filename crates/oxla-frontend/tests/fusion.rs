@@ -1546,7 +1546,11 @@ const MOVING_LOOP: &str = r#"func.func @main(%perm: tensor<8xi32>, %piv: tensor<
       %s = stablehlo.multiply %u0, %u1 : tensor<f32>
       stablehlo.return %s : tensor<f32>
     }) : (tensor<4x6xf32>, tensor<2xi32>, tensor<f32>) -> tensor<4x6xf32>
-    %late1 = stablehlo.dynamic_slice %p, %cv, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
+    %neg = stablehlo.compare LT, %pis, %c0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %eight = stablehlo.constant dense<8> : tensor<i32>
+    %wrapped = stablehlo.add %pis, %eight : tensor<i32>
+    %cvw = stablehlo.select %neg, %wrapped, %pis : tensor<i1>, tensor<i32>
+    %late1 = stablehlo.dynamic_slice %p, %cvw, sizes = [1] : (tensor<8xi32>, tensor<i32>) -> tensor<1xi32>
     %late = stablehlo.reshape %late1 : (tensor<1xi32>) -> tensor<i32>
     %g2 = "stablehlo.scatter"(%perm, %ib, %acc) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>}> ({
     ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):

@@ -32,6 +32,9 @@ use crate::{IrError, ValueId};
 use oxla_codegen::LoopEnd;
 use std::collections::HashMap;
 
+/// The bytes of one block of slot memory.
+const BLOCK: usize = std::mem::size_of::<Block>();
+
 /// Values larger than this run in the interpreter, whose kernels tile and thread.
 const MAX_ELEMENTS: usize = 1024;
 
@@ -131,6 +134,11 @@ enum Fast {
     CmpS32(ComparisonDirection, usize, usize, usize),
     /// Group `g` of the program's [`LaneGroup`]s: a run of f32 elementwise instructions.
     Lanes(usize),
+    /// A copy of `n` bytes, at most one block, from one slot to another (a reshape, a
+    /// same-length broadcast): (src, dst, n).
+    Copy(usize, usize, usize),
+    /// A select of one element of `n` bytes: (pred, on_true, on_false, dst, n).
+    SelectOne(usize, usize, usize, usize, usize),
     /// Instruction `k` of the list, run through [`LoopProgram::exec`].
     Generic(usize),
 }
@@ -226,6 +234,14 @@ fn specialize_one(insts: &[Inst], k: usize, slots: &[Slot]) -> Fast {
             if slots[*a].len == 1 && slots[*b].len == 1 && slots[*d].len == 1 =>
         {
             Fast::CmpS32(*dir, *a, *b, *d)
+        }
+        Inst::Fill(a, d) if slots[*a].bytes == slots[*d].bytes && slots[*d].bytes <= BLOCK => {
+            Fast::Copy(*a, *d, slots[*d].bytes)
+        }
+        Inst::Select(p, t, f, d)
+            if [p, t, f, d].iter().all(|&&s| slots[s].len == 1) && slots[*d].bytes <= BLOCK =>
+        {
+            Fast::SelectOne(*p, *t, *f, *d, slots[*d].bytes)
         }
         _ => generic,
     }
@@ -1107,6 +1123,15 @@ impl LoopProgram {
                 bytes_mut(&mut mem[d], 1)[0] = u8::from(ordering_matches(dir, Some(x.cmp(&y))));
             }
             Fast::Lanes(g) => self.groups[g].run(mem, regs),
+            Fast::Copy(a, d, n) => {
+                let block = mem[a][0];
+                bytes_mut(&mut mem[d], n).copy_from_slice(&bytemuck::bytes_of(&block)[..n]);
+            }
+            Fast::SelectOne(p, t, f, d, n) => {
+                let from = if bytes(&mem[p], 1)[0] != 0 { t } else { f };
+                let block = mem[from][0];
+                bytes_mut(&mut mem[d], n).copy_from_slice(&bytemuck::bytes_of(&block)[..n]);
+            }
             Fast::Generic(k) => self.exec(&insts[k], mem),
         }
     }
