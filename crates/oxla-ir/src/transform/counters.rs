@@ -24,7 +24,7 @@ use crate::attrs::{Attribute, ComparisonDirection, ElementsAttr};
 use crate::module::{Block, Function, Module, Op, Region, ValueId};
 use crate::ops::OpKind;
 use crate::types::{ElementType, TensorType, Type};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Simplifies the counters of every function of `module` (see the module doc); returns how
 /// many ops it rewrote or dropped.
@@ -45,7 +45,7 @@ fn simplify_function(function: &mut Function) -> usize {
     let mut body = std::mem::take(&mut function.body);
     let mut known = HashMap::new();
     let mut changed = simplify_region(function, &mut body, &mut known);
-    changed += drop_unread(&mut body, &HashSet::new());
+    changed += super::dead::drop_unread(&mut body, &pure);
     function.body = body;
     changed
 }
@@ -303,8 +303,9 @@ fn splat_constant(result: ValueId, ty: &TensorType, value: u64, op: &Op) -> Op {
     constant
 }
 
-/// Whether dropping `op` when nothing reads its results changes nothing else.
-fn pure(op: &Op) -> bool {
+/// Whether dropping `op` when nothing reads its results changes nothing else (the ops
+/// these rules leave behind and their like; [`super::dead`] knows every kind).
+pub(super) fn pure(op: &Op) -> bool {
     use OpKind as K;
     op.regions.is_empty()
         && matches!(
@@ -328,41 +329,4 @@ fn pure(op: &Op) -> bool {
                 | K::Sqrt
                 | K::Rsqrt
         )
-}
-
-/// Adds every value `op` reads, inside its regions too, to `read`.
-fn collect_reads(op: &Op, read: &mut HashSet<ValueId>) {
-    read.extend(op.operands.iter().copied());
-    for region in &op.regions {
-        for block in &region.blocks {
-            for inner in &block.ops {
-                collect_reads(inner, read);
-            }
-        }
-    }
-}
-
-/// Drops, innermost first, the pure ops of `region` whose results nothing reads (`outer`
-/// holds the values read after the region's op); returns how many.
-pub(super) fn drop_unread(region: &mut Region, outer: &HashSet<ValueId>) -> usize {
-    let mut dropped = 0;
-    for block in &mut region.blocks {
-        // Walking backwards, every read of a value comes before its definition.
-        let mut read: HashSet<ValueId> = outer.clone();
-        let mut kept = Vec::with_capacity(block.ops.len());
-        for mut op in std::mem::take(&mut block.ops).into_iter().rev() {
-            if pure(&op) && op.results.iter().all(|r| !read.contains(r)) {
-                dropped += 1;
-                continue;
-            }
-            for inner in &mut op.regions {
-                dropped += drop_unread(inner, &read);
-            }
-            collect_reads(&op, &mut read);
-            kept.push(op);
-        }
-        kept.reverse();
-        block.ops = kept;
-    }
-    dropped
 }

@@ -18,7 +18,7 @@ pub fn remove_dead_ops(module: &mut Module) -> usize {
     module
         .functions
         .iter_mut()
-        .map(|f| sweep_region(&mut f.body))
+        .map(|f| drop_unread(&mut f.body, &removable))
         .sum()
 }
 
@@ -66,27 +66,35 @@ fn removable(op: &Op) -> bool {
         })
 }
 
-fn sweep_region(region: &mut Region) -> usize {
-    region.blocks.iter_mut().map(sweep_block).sum()
+/// Drops, innermost first, the ops of `region` that `droppable` allows and whose results
+/// nothing reads (terminators stay); nested regions of the kept ops are swept too. Returns
+/// how many went. The other transforms sweep with narrower rules for what they leave
+/// behind.
+pub(super) fn drop_unread(region: &mut Region, droppable: &dyn Fn(&Op) -> bool) -> usize {
+    region
+        .blocks
+        .iter_mut()
+        .map(|block| sweep_block(block, droppable))
+        .sum()
 }
 
-/// Walks `block` backwards from its terminator, keeping the ops something later reads or
-/// that have effects; nested regions of kept ops are swept too.
-fn sweep_block(block: &mut Block) -> usize {
+/// Walks `block` backwards from its terminator: every read of a value comes before its
+/// definition.
+fn sweep_block(block: &mut Block, droppable: &dyn Fn(&Op) -> bool) -> usize {
     let mut read: HashSet<ValueId> = HashSet::new();
     let mut keep = vec![true; block.ops.len()];
     let mut removed = 0;
     for (i, op) in block.ops.iter_mut().enumerate().rev() {
         let live = op.kind.is_terminator()
             || op.results.iter().any(|r| read.contains(r))
-            || !removable(op);
+            || !droppable(op);
         if !live {
             keep[i] = false;
             removed += 1;
             continue;
         }
         for region in &mut op.regions {
-            removed += sweep_region(region);
+            removed += drop_unread(region, droppable);
         }
         read.extend(op.operands.iter().copied());
         collect_reads(&op.regions, &mut read);

@@ -75,7 +75,7 @@ fn rewrite_function(function: &mut Function) -> usize {
     if rewriter.rewritten > 0 {
         // A rewritten division leaves its divisor's broadcast (and constant) unread; left
         // in, a broadcast no fused group takes would still be built in full on every call.
-        super::counters::drop_unread(&mut body, &std::collections::HashSet::new());
+        super::dead::drop_unread(&mut body, &super::counters::pure);
     }
     function.body = body;
     rewriter.rewritten
