@@ -63,14 +63,12 @@ fn finite<T: Real>(a: &[T]) -> bool {
 /// works on column-major matrices at full speed (its LU at half speed on a row-major view)
 /// and its own copies between the two orders go element by element.
 fn transpose<T: Real>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
-    if std::mem::size_of::<T>() == 4 {
-        let s: &[u32] = bytemuck::cast_slice(src);
-        let d: &mut [u32] = bytemuck::cast_slice_mut(dst);
-        if super::shape::transpose32_split(s, cols, d, cols, rows, false) {
-            return;
-        }
-    }
-    super::shape::copy_tiles(src, 0, cols, dst, cols, rows);
+    let fits = super::shape::transpose_copy(src, cols, dst, cols, rows, false);
+    debug_assert!(
+        fits,
+        "a {rows}x{cols} transpose into {} elements",
+        dst.len()
+    );
 }
 
 /// The row-major `rows x cols` `a` as a column-major matrix.
@@ -117,11 +115,12 @@ pub(super) fn cholesky<T: Real>(a: &[T], n: usize, lower: bool, out: &mut [T]) -
         .ok()
     })?;
     // `U = L^T` row-major is `L` column-major; `L` row-major is its transpose.
-    if lower {
-        let l = mat.clone();
-        transpose(&l, n, n, &mut mat);
-    }
-    for (i, (out, l)) in out.chunks_exact_mut(n).zip(mat.chunks_exact(n)).enumerate() {
+    let rows = if lower { column_major(&mat, n, n) } else { mat };
+    for (i, (out, l)) in out
+        .chunks_exact_mut(n)
+        .zip(rows.chunks_exact(n))
+        .enumerate()
+    {
         let part = if lower { 0..=i } else { i..=n - 1 };
         out[part.clone()].copy_from_slice(&l[part]);
     }

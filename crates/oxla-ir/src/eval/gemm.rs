@@ -190,9 +190,9 @@ fn transposed_product<T: oxla_simd::GemmScalar + bytemuck::Pod>(
 const TRANSPOSED_MIN: usize = 16;
 
 /// The `k x n` view `b` (`sb.row == 1`: each column contiguous) as a row-major matrix
-/// (`oxla_simd::transpose32` for 32-bit elements, in cache-friendly blocks; 64-bit ones
-/// in the `transpose` op's square tiles), split over the threads when `parallel` and
-/// large. The copy's bytes come from (and go back to) the evaluator's buffer cache.
+/// ([`super::shape::transpose_copy`]: 32-bit elements in vector-register blocks, split over
+/// the threads when `parallel` and large; 64-bit ones in the `transpose` op's square
+/// tiles). The copy's bytes come from (and go back to) the evaluator's buffer cache.
 /// `None` when the view does not fit `b` or the buffer is not aligned for `T`.
 fn row_major_copy<T: bytemuck::Pod>(
     k: usize,
@@ -204,15 +204,7 @@ fn row_major_copy<T: bytemuck::Pod>(
     let b = b.get(sb.offset..)?;
     let mut bytes = super::pool::take_for_overwrite(k * n * std::mem::size_of::<T>());
     let out: &mut [T] = bytemuck::try_cast_slice_mut(&mut bytes).ok()?;
-    if std::mem::size_of::<T>() == 4 {
-        let src: &[u32] = bytemuck::try_cast_slice(b).ok()?;
-        let dst: &mut [u32] = bytemuck::try_cast_slice_mut(out).ok()?;
-        return super::shape::transpose32_split(src, sb.col, dst, k, n, parallel).then_some(bytes);
-    }
-    let last = (n - 1) * sb.col + k;
-    let b = b.get(..last)?;
-    super::shape::copy_tiles(b, 0, sb.col, out, k, n);
-    Some(bytes)
+    super::shape::transpose_copy(b, sb.col, out, k, n, parallel).then_some(bytes)
 }
 
 /// Multiply-adds from which a product may be threaded: `gemm`'s default threshold for

@@ -562,17 +562,10 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
         let base = usize::try_from(base).ok()?;
         // Source column `c` of the plane is `src[base + c * col_stride..][..rows]`.
         let last = base + (cols - 1) * col_stride + rows;
-        let src = src.get(..last)?;
+        let src = src.get(base..last)?;
         let plane_out = &mut dst[p * plane..(p + 1) * plane];
-        // 32-bit elements: 8 x 8 blocks in vector registers.
-        if std::mem::size_of::<T>() == 4 {
-            let from: &[u32] = bytemuck::try_cast_slice(&src[base..]).ok()?;
-            let to: &mut [u32] = bytemuck::try_cast_slice_mut(plane_out).ok()?;
-            if !transpose32_split(from, col_stride, to, rows, cols, true) {
-                return None;
-            }
-        } else {
-            copy_tiles(src, base, col_stride, plane_out, rows, cols);
+        if !transpose_copy(src, col_stride, plane_out, rows, cols, true) {
+            return None;
         }
         for d in (0..lead.len()).rev() {
             idx[d] += 1;
@@ -583,6 +576,43 @@ fn transpose_tiled<T: bytemuck::Pod>(src: &[u8], out: &[usize], st: &[isize]) ->
         }
     }
     Some(data)
+}
+
+/// `dst[p * cols + j] = src[j * src_stride + p]` for `p < rows` and `j < cols`: the
+/// `cols x rows` matrix at the start of `src` (rows `src_stride` apart) transposed into the
+/// tight `rows x cols` matrix at the start of `dst`. 32-bit elements go through
+/// [`transpose32_split`] (split over the threads when `parallel`), others through
+/// [`copy_tiles`]. `false`, writing nothing, when a slice is too short for its view.
+pub(crate) fn transpose_copy<T: bytemuck::Pod>(
+    src: &[T],
+    src_stride: usize,
+    dst: &mut [T],
+    rows: usize,
+    cols: usize,
+    parallel: bool,
+) -> bool {
+    if rows == 0 || cols == 0 {
+        return true;
+    }
+    let src_len = (cols - 1)
+        .checked_mul(src_stride)
+        .and_then(|x| x.checked_add(rows));
+    let fits = src_stride >= rows
+        && src_len.is_some_and(|n| n <= src.len())
+        && rows.checked_mul(cols).is_some_and(|n| n <= dst.len());
+    if !fits {
+        return false;
+    }
+    // 32-bit elements: 8 x 8 blocks in vector registers.
+    if std::mem::size_of::<T>() == 4 {
+        let from: Result<&[u32], _> = bytemuck::try_cast_slice(src);
+        let to: Result<&mut [u32], _> = bytemuck::try_cast_slice_mut(dst);
+        if let (Ok(from), Ok(to)) = (from, to) {
+            return transpose32_split(from, src_stride, to, rows, cols, parallel);
+        }
+    }
+    copy_tiles(src, 0, src_stride, dst, rows, cols);
+    true
 }
 
 /// [`oxla_simd::transpose32`] into the tight `rows x cols` matrix at the start of `dst`

@@ -795,6 +795,12 @@ fn bytes(words: &[Block], n: usize) -> &[u8] {
     &bytemuck::cast_slice(words)[..n]
 }
 
+/// Copies the first `n` bytes (at most one block) of slot `src` into slot `dst`.
+fn copy_head(mem: &mut [Vec<Block>], src: usize, dst: usize, n: usize) {
+    let block = mem[src][0];
+    bytes_mut(&mut mem[dst], n).copy_from_slice(&bytemuck::bytes_of(&block)[..n]);
+}
+
 fn bytes_mut(words: &mut [Block], n: usize) -> &mut [u8] {
     &mut bytemuck::cast_slice_mut(words)[..n]
 }
@@ -1123,14 +1129,10 @@ impl LoopProgram {
                 bytes_mut(&mut mem[d], 1)[0] = u8::from(ordering_matches(dir, Some(x.cmp(&y))));
             }
             Fast::Lanes(g) => self.groups[g].run(mem, regs),
-            Fast::Copy(a, d, n) => {
-                let block = mem[a][0];
-                bytes_mut(&mut mem[d], n).copy_from_slice(&bytemuck::bytes_of(&block)[..n]);
-            }
+            Fast::Copy(a, d, n) => copy_head(mem, a, d, n),
             Fast::SelectOne(p, t, f, d, n) => {
                 let from = if bytes(&mem[p], 1)[0] != 0 { t } else { f };
-                let block = mem[from][0];
-                bytes_mut(&mut mem[d], n).copy_from_slice(&bytemuck::bytes_of(&block)[..n]);
+                copy_head(mem, from, d, n);
             }
             Fast::Generic(k) => self.exec(&insts[k], mem),
         }
