@@ -583,6 +583,51 @@ def test_while_loop():
           np.array([1.0, 2.0, 0.5], np.float32))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint32],
+                         ids=dtype_id)
+def test_loops_of_scalar_work(dtype):
+    # Loops whose every step works on single elements (oxla runs them as generated code):
+    # a running update reading the element before, writes past the end (dropped), values
+    # that trade places, a loop whose condition reads a float.
+    three = np.asarray(3, dtype)
+    v = rand((37,), dtype)
+
+    def running(v):
+        return lax.fori_loop(1, v.shape[0], lambda i, v: v.at[i].set(v[i - 1] * three + v[i]), v)
+
+    def strided(v):
+        return lax.fori_loop(0, 12, lambda i, v: v.at[i * 5].set(v[i] - three), v)
+
+    def trading(a, b):
+        return lax.fori_loop(0, 9, lambda i, c: (c[1], c[0] + c[1] * three), (a, b))
+
+    check(running, v)
+    check(strided, v)
+    check(trading, v[0], v[1])
+    if np.issubdtype(dtype, np.floating):
+        def newton(a):
+            def body(state):
+                x, k = state
+                return (x + a / x) * np.asarray(0.5, dtype), k + 1
+
+            def cond(state):
+                x, k = state
+                return (jnp.abs(x * x - a) > np.asarray(1e-5, dtype) * a) & (k < 60)
+
+            return lax.while_loop(cond, body, (a, np.int32(0)))
+
+        check(newton, np.asarray(7.25, dtype))
+        check(newton, np.asarray(np.nan, dtype))
+
+
+def test_pivots_to_permutation():
+    rng = np.random.default_rng(5)
+    for n in (1, 8, 65):
+        pivots = np.array([rng.integers(i, n) for i in range(n)], np.int32)
+        check(lambda p, n=n: lax.linalg.lu_pivots_to_permutation(p, n), pivots)
+        check(lambda p, n=n: lax.linalg.lu_pivots_to_permutation(p, n + 3), pivots)
+
+
 def test_cond_and_switch():
     def f(p, x):
         return lax.cond(p, lambda v: v * 2.0, lambda v: v - 1.0, x)

@@ -30,8 +30,16 @@
 
 #[cfg(target_arch = "x86_64")]
 mod divide_by;
+mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_scalar;
+
+pub use scalar::{
+    scalar_available, Element, FloatOp, FloatType, Index, IntOp, IntType, OutOfRange, ScalarCode,
+    ScalarLoop, ScalarOp,
+};
 
 #[cfg(target_arch = "x86_64")]
 use smallvec::SmallVec;

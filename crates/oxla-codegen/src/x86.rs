@@ -194,8 +194,29 @@ impl Code {
     }
 }
 
+/// A scalar loop's code: returns nothing.
+type ScalarEntry = unsafe extern "sysv64" fn(*mut u8);
+
+impl Code {
+    /// Calls scalar loop code on the arena at `arena`.
+    ///
+    /// # Safety
+    /// The code was compiled by `x86_scalar::compile` for a program whose every access
+    /// lies in its arena (`ScalarLoop::in_bounds`), and `arena` is writable for that many
+    /// bytes and not otherwise borrowed.
+    pub(crate) unsafe fn call_scalar(&self, arena: *mut u8) {
+        // SAFETY: the pages hold a complete function with the `ScalarEntry` signature
+        // (assembled with relative jumps only) using base x86-64 and SSE2; it touches the
+        // arena within the bounds the caller guarantees, and no other memory.
+        unsafe {
+            let entry = std::mem::transmute::<*const u8, ScalarEntry>(self.pages.as_ptr());
+            entry(arena);
+        }
+    }
+}
+
 /// Copies assembled bytes into executable pages.
-fn load(bytes: &[u8]) -> Option<Code> {
+pub(crate) fn load(bytes: &[u8]) -> Option<Code> {
     let mut pages = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
     pages.copy_from_slice(bytes);
     Some(Code {

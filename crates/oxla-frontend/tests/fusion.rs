@@ -1944,3 +1944,128 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
         }
     });
 }
+
+/// A loop of scalar work only: integer (s32, u32, s64), float (f32, f64) and predicate
+/// arithmetic, IEEE and integer compares, selects, one-element reads and writes at clamped
+/// indices (one and two dimensions), replacing scatters at indices in and out of range,
+/// updates in place and ones that must copy (operand read later, captured from outside),
+/// carried values that trade places, and a value computed once before the loop.
+const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5xi32>, %x: tensor<f64>, %u: tensor<ui32>, %rc: tensor<2xi32>, %w: tensor<i64>, %lim: tensor<i32>) -> (tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %t = stablehlo.constant dense<true> : tensor<i1>
+  %w0 = stablehlo.constant dense<7> : tensor<i64>
+  %f0 = stablehlo.constant dense<0.0> : tensor<f32>
+  %r:11 = stablehlo.while(%i = %c0, %a = %v, %g = %m, %s = %x, %k = %u, %p = %w, %q = %w0, %o = %w, %b = %t, %h = %m, %z = %f0) : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>
+  cond {
+    %lt = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %big = stablehlo.constant dense<1.0e300> : tensor<f64>
+    %fin = stablehlo.compare LT, %s, %big, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>
+    %nan = stablehlo.compare NE, %s, %s, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>
+    %ok = stablehlo.or %fin, %nan : tensor<i1>
+    %go = stablehlo.and %lt, %ok : tensor<i1>
+    stablehlo.return %go : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %two = stablehlo.constant dense<2> : tensor<i32>
+    %three = stablehlo.constant dense<3> : tensor<i32>
+    %sixteen = stablehlo.constant dense<16> : tensor<i32>
+    %im1 = stablehlo.subtract %i, %one : tensor<i32>
+    %neg = stablehlo.compare LT, %im1, %c0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %wrap = stablehlo.add %im1, %sixteen : tensor<i32>
+    %idx = stablehlo.select %neg, %wrap, %im1 : tensor<i1>, tensor<i32>
+    %e1 = stablehlo.dynamic_slice %a, %idx, sizes = [1] : (tensor<16xf32>, tensor<i32>) -> tensor<1xf32>
+    %e = stablehlo.reshape %e1 : (tensor<1xf32>) -> tensor<f32>
+    %half = stablehlo.constant dense<0.5> : tensor<f32>
+    %h1 = stablehlo.multiply %e, %half : tensor<f32>
+    %h2 = stablehlo.add %h1, %z : tensor<f32>
+    %h3 = stablehlo.divide %h2, %e : tensor<f32>
+    %h4 = stablehlo.subtract %h3, %half : tensor<f32>
+    %gt = stablehlo.compare GE, %h4, %e, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %eq = stablehlo.compare EQ, %h4, %h3, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %pick = stablehlo.select %gt, %h4, %h2 : tensor<i1>, tensor<f32>
+    %ib = stablehlo.broadcast_in_dim %i, dims = [] : (tensor<i32>) -> tensor<1xi32>
+    %a2 = "stablehlo.scatter"(%a, %ib, %pick) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>}> ({
+    ^bb0(%u0: tensor<f32>, %u1: tensor<f32>):
+      stablehlo.return %u1 : tensor<f32>
+    }) : (tensor<16xf32>, tensor<1xi32>, tensor<f32>) -> tensor<16xf32>
+    %i3 = stablehlo.multiply %i, %three : tensor<i32>
+    %h21 = stablehlo.reshape %h2 : (tensor<f32>) -> tensor<1xf32>
+    %a3 = stablehlo.dynamic_update_slice %a2, %h21, %i3 : (tensor<16xf32>, tensor<1xf32>, tensor<i32>) -> tensor<16xf32>
+    %row = stablehlo.subtract %i, %two : tensor<i32>
+    %col = stablehlo.multiply %i, %two : tensor<i32>
+    %gv1 = stablehlo.dynamic_slice %g, %row, %col, sizes = [1, 1] : (tensor<3x5xi32>, tensor<i32>, tensor<i32>) -> tensor<1x1xi32>
+    %gv = stablehlo.reshape %gv1 : (tensor<1x1xi32>) -> tensor<i32>
+    %gi = stablehlo.add %gv, %i : tensor<i32>
+    %gx = stablehlo.xor %gi, %col : tensor<i32>
+    %gu1 = stablehlo.reshape %gx : (tensor<i32>) -> tensor<1x1xi32>
+    %g2 = stablehlo.dynamic_update_slice %g, %gu1, %col, %row : (tensor<3x5xi32>, tensor<1x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x5xi32>
+    %later1 = stablehlo.dynamic_slice %g, %i, %i, sizes = [1, 1] : (tensor<3x5xi32>, tensor<i32>, tensor<i32>) -> tensor<1x1xi32>
+    %later = stablehlo.reshape %later1 : (tensor<1x1xi32>) -> tensor<i32>
+    %g3 = "stablehlo.scatter"(%g2, %rc, %later) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = [1, 0]>}> ({
+    ^bb0(%u0: tensor<i32>, %u1: tensor<i32>):
+      stablehlo.return %u1 : tensor<i32>
+    }) : (tensor<3x5xi32>, tensor<2xi32>, tensor<i32>) -> tensor<3x5xi32>
+    %mh = stablehlo.dynamic_update_slice %m, %gu1, %row, %row : (tensor<3x5xi32>, tensor<1x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x5xi32>
+    %ss = stablehlo.constant dense<1.5> : tensor<f64>
+    %s1 = stablehlo.multiply %s, %ss : tensor<f64>
+    %s2 = stablehlo.subtract %s1, %ss : tensor<f64>
+    %s3 = stablehlo.divide %s2, %ss : tensor<f64>
+    %sl = stablehlo.compare LE, %s3, %s, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>
+    %s4 = stablehlo.select %sl, %s3, %s1 : tensor<i1>, tensor<f64>
+    %km = stablehlo.constant dense<2654435761> : tensor<ui32>
+    %ka = stablehlo.constant dense<40503> : tensor<ui32>
+    %k1 = stablehlo.multiply %k, %km : tensor<ui32>
+    %k2 = stablehlo.add %k1, %ka : tensor<ui32>
+    %kt = stablehlo.constant dense<3000000000> : tensor<ui32>
+    %kg = stablehlo.compare GT, %k2, %kt, UNSIGNED : (tensor<ui32>, tensor<ui32>) -> tensor<i1>
+    %kx = stablehlo.xor %kg, %eq : tensor<i1>
+    %b2 = stablehlo.xor %b, %kx : tensor<i1>
+    %pq = stablehlo.multiply %p, %q : tensor<i64>
+    %pw = stablehlo.add %pq, %o : tensor<i64>
+    %pc = stablehlo.compare GE, %pw, %p, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+    %p2 = stablehlo.select %pc, %pw, %q : tensor<i1>, tensor<i64>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j, %a3, %g3, %s4, %k2, %q, %p, %p2, %b2, %mh, %h4 : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>
+  }
+  return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7, %r#8, %r#9, %r#10 : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>
+}
+"#;
+
+#[test]
+fn scalar_loops_run_as_generated_code_with_the_interpreters_bits() {
+    let module = parse_text(SCALAR_LOOP).expect("parses");
+    assert_eq!(compiled_loops(&module, "main"), vec![true]);
+    if tile_code::scalar_available() {
+        assert_eq!(generated_loops(&module, "main"), vec![true]);
+    }
+    let ints = |shape: Vec<i64>, et: ElementType, v: &[i64]| {
+        let bytes = match et {
+            ElementType::S64 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            _ => v.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect(),
+        };
+        Literal::new(TensorType::new(shape, et), bytes).expect("sized literal")
+    };
+    let mut rng = Rng(29);
+    // Index vectors inside the matrix (reversed: (4, 2) names row 2, column 4) and out
+    // of it; trip counts that stay inside the arrays and ones whose indices clamp.
+    for (rc, lim) in [([4, 2], 4), ([2, 4], 9), ([-1, 0], 12), ([0, 3], 0)] {
+        for _ in 0..4 {
+            let ty = |shape: Vec<i64>, et| TensorType::new(shape, et);
+            let args = [
+                literal(&mut rng, &ty(vec![16], ElementType::F32)),
+                literal(&mut rng, &ty(vec![3, 5], ElementType::S32)),
+                literal(&mut rng, &ty(vec![], ElementType::F64)),
+                literal(&mut rng, &ty(vec![], ElementType::U32)),
+                ints(vec![2], ElementType::S32, &rc),
+                literal(&mut rng, &ty(vec![], ElementType::S64)),
+                ints(vec![], ElementType::S32, &[lim]),
+            ];
+            assert_fusion_invisible(&module, &args, "scalar loop");
+            // The generated code against the compiled loop's own interpreter.
+            tile_code::set_enabled(false);
+            let interpreted = run(&module, &args, true);
+            tile_code::set_enabled(true);
+            assert_same_outcome(&interpreted, &run(&module, &args, true), "scalar loop");
+        }
+    }
+}

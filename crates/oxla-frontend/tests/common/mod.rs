@@ -46,6 +46,16 @@ pub fn literal(rng: &mut Rng, ty: &TensorType) -> Literal {
         ElementType::S32 => (0..n)
             .flat_map(|_| (rng.below(1000) as i32 - 500).to_le_bytes())
             .collect(),
+        // Wider types: an f32's specials and values as f64, integers over their whole range.
+        ElementType::F64 => (0..n)
+            .flat_map(|_| f64::from(rng.f32()).to_le_bytes())
+            .collect(),
+        ElementType::U32 => (0..n)
+            .flat_map(|_| (rng.next() as u32).to_le_bytes())
+            .collect(),
+        ElementType::S64 => (0..n)
+            .flat_map(|_| (rng.next() as i64).to_le_bytes())
+            .collect(),
         other => panic!("no generator for {other}"),
     };
     Literal::new(ty.clone(), data).expect("sized literal")

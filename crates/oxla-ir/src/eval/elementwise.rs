@@ -1264,7 +1264,7 @@ fn fits_plain(et: ElementType, n: usize, operands: &[&Literal]) -> bool {
 }
 
 /// [`float_zip`] or [`int_zip`] on the little-endian bytes of elements of `et` (an operand
-/// of one element broadcasts; `out` is written in place). False, writing nothing, for the
+/// of one element broadcasts; `out` is written in place; `i1` for `and`, `or`, `xor`). False, writing nothing, for the
 /// element types and ops they do not cover, or an `out` that cannot be viewed as `et`.
 pub(crate) fn zip_bytes(
     et: ElementType,
@@ -1304,6 +1304,10 @@ pub(crate) fn zip_bytes(
         E::U16 => go(int_zip::<u16>, kind, out, a, b),
         E::U32 => go(int_zip::<u32>, kind, out, a, b),
         E::U64 => go(int_zip::<u64>, kind, out, a, b),
+        // Predicates are 0/1 bytes: the bitwise ops are the logical ones.
+        E::Pred if matches!(kind, OpKind::And | OpKind::Or | OpKind::Xor) => {
+            go(int_zip::<u8>, kind, out, a, b)
+        }
         _ => false,
     }
 }

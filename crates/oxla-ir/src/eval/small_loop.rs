@@ -18,7 +18,8 @@
 //! operand in place when nothing reads it after them. Loops with any
 //! other op, a value over [`MAX_ELEMENTS`] elements,
 //! or an element type other than f32, f64, the 32- and 64-bit integers and `i1` run in the
-//! interpreter.
+//! interpreter. A loop whose every instruction works on single elements runs as generated
+//! machine code instead ([`scalar_code`]).
 
 use super::elementwise::{compare_bytes, is_binary, is_unary, ordering_matches, zip_bytes, Float};
 use super::lane_group::{Block, Carried, GroupBuilder, Lane, LaneGroup, LANES};
@@ -31,6 +32,8 @@ use crate::{Attribute, ElementType, Function, Literal, Module, Op, OpKind, Tenso
 use crate::{IrError, ValueId};
 use oxla_codegen::LoopEnd;
 use std::collections::HashMap;
+
+mod scalar_code;
 
 /// The bytes of one block of slot memory.
 const BLOCK: usize = std::mem::size_of::<Block>();
@@ -266,6 +269,8 @@ pub(crate) struct LoopProgram {
     registers: usize,
     /// Set when the whole loop runs as one register run iterated in registers.
     counted: Option<CountedRun>,
+    /// Set when the whole loop runs as generated scalar code (see [`scalar_code`]).
+    scalar: Option<scalar_code::ScalarPlan>,
     /// Per loop-carried value whose new value is another state slot, a value computed
     /// before the loop or one returned twice: (result slot, state slot), copied.
     copied: Vec<(usize, usize)>,
@@ -770,8 +775,22 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         let body = (body_insts.as_slice(), body_fast.as_slice());
         counted_run(counted, &state, &body_results, body, &groups, &b.slots)
     });
+    let scalar = if counted.is_none() {
+        scalar_code::plan(&scalar_code::LoopParts {
+            slots: &b.slots,
+            cond: &cond_insts,
+            cond_result: *cond_result,
+            body: &body_insts,
+            state: &state,
+            body_results: &body_results,
+            in_place: &in_place,
+        })
+    } else {
+        None
+    };
     Some(LoopProgram {
         counted,
+        scalar,
         cond_fast,
         body_fast,
         groups,
@@ -982,7 +1001,7 @@ impl LoopProgram {
 
     /// Whether the loop runs as generated code ([`CountedCode`]).
     pub(crate) fn has_generated_code(&self) -> bool {
-        self.counted.as_ref().is_some_and(|c| c.code.is_some())
+        self.counted.as_ref().is_some_and(|c| c.code.is_some()) || self.scalar.is_some()
     }
 
     /// How many runs of f32 instructions the loop evaluates in registers.
@@ -1031,6 +1050,12 @@ impl LoopProgram {
         }
         for inst in &self.hoisted {
             self.exec(inst, &mut mem);
+        }
+        let scalar = self.scalar.as_ref().filter(|_| super::tile_code::enabled());
+        if let Some(states) = scalar.and_then(|plan| plan.run(&self.slots, &mem, &self.state)) {
+            let values = (self.state.iter().zip(states))
+                .map(|(&s, data)| Literal::new(self.slots[s].ty.clone(), data).map(Value::Tensor));
+            return Some(values.collect());
         }
         let mut carried: Vec<Vec<Block>> = self
             .copied

@@ -40,6 +40,11 @@ pub fn available() -> bool {
     oxla_codegen::available()
 }
 
+/// Whether this machine runs generated scalar loops (any x86-64).
+pub fn scalar_available() -> bool {
+    oxla_codegen::scalar_available()
+}
+
 /// Whether fused kernels may run generated code.
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
