@@ -37,8 +37,8 @@ mod x86;
 mod x86_scalar;
 
 pub use scalar::{
-    scalar_available, Element, FloatOp, FloatType, Index, IntOp, IntType, OutOfRange, ScalarCode,
-    ScalarLoop, ScalarOp,
+    scalar_available, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, OutOfRange,
+    ScalarCode, ScalarLoop, ScalarOp,
 };
 
 #[cfg(target_arch = "x86_64")]

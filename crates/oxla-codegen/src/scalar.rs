@@ -63,7 +63,7 @@ impl FloatType {
     }
 }
 
-/// A binary integer operation (wrapping).
+/// A binary integer operation (wrapping; the larger or smaller by the type's order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntOp {
     Add,
@@ -72,6 +72,8 @@ pub enum IntOp {
     And,
     Or,
     Xor,
+    Maximum,
+    Minimum,
 }
 
 /// A binary float operation (exactly rounded).
@@ -81,6 +83,15 @@ pub enum FloatOp {
     Subtract,
     Multiply,
     Divide,
+}
+
+/// A unary float operation: the sign flipped or cleared (bits, NaN payloads kept), or the
+/// exactly rounded square root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatUnary {
+    Negate,
+    Abs,
+    Sqrt,
 }
 
 use super::Cmp;
@@ -121,6 +132,8 @@ pub enum ScalarOp {
     Int(IntOp, IntType, u32, u32, u32),
     /// `(op, type, a, b, dst)`.
     Float(FloatOp, FloatType, u32, u32, u32),
+    /// `(op, type, a, dst)`.
+    FloatUnary(FloatUnary, FloatType, u32, u32),
     /// `(cmp, type, a, b, dst)`: writes one byte, 1 where the comparison holds, else 0.
     CompareInt(Cmp, IntType, u32, u32, u32),
     CompareFloat(Cmp, FloatType, u32, u32, u32),
@@ -183,11 +196,16 @@ impl ScalarLoop {
             ScalarOp::Int(kind, ty, a, b, d) => {
                 let n = u64::from(ty.size());
                 let bitwise = matches!(kind, IntOp::And | IntOp::Or | IntOp::Xor);
+                // `Maximum`/`Minimum` on predicates would be `or`/`and`: callers say so.
                 (ty != IntType::Pred || bitwise) && within(a, n) && within(b, n) && within(d, n)
             }
             ScalarOp::Float(_, ty, a, b, d) => {
                 let n = u64::from(ty.size());
                 within(a, n) && within(b, n) && within(d, n)
+            }
+            ScalarOp::FloatUnary(_, ty, a, d) => {
+                let n = u64::from(ty.size());
+                within(a, n) && within(d, n)
             }
             ScalarOp::CompareInt(_, ty, a, b, d) => {
                 let n = u64::from(ty.size());

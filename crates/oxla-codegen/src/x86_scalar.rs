@@ -12,7 +12,7 @@
 //! costs a store-forwarding delay on the chain of dependent operations a loop body is).
 
 use super::scalar::{
-    Element, FloatOp, FloatType, IntOp, IntType, OutOfRange, ScalarLoop, ScalarOp,
+    Element, FloatOp, FloatType, FloatUnary, IntOp, IntType, OutOfRange, ScalarLoop, ScalarOp,
 };
 use super::x86::{load, Code};
 use super::Cmp;
@@ -108,9 +108,13 @@ fn emit(a: &mut CodeAssembler, op: &ScalarOp, held: &mut Held) -> Result<(), Ice
             held.written(d, ty.size());
             held.gpr_holds(d, ty.size());
         }
-        ScalarOp::Float(_, ty, _, _, d) => {
+        ScalarOp::Float(_, ty, _, _, d) | ScalarOp::FloatUnary(FloatUnary::Sqrt, ty, _, d) => {
             held.written(d, ty.size());
             held.xmm = Some((d, ty));
+        }
+        ScalarOp::FloatUnary(_, ty, _, d) => {
+            held.written(d, ty.size());
+            held.gpr_holds(d, ty.size());
         }
         ScalarOp::CompareInt(_, ty, x, _, d) => {
             held.written(d, 1);
@@ -158,6 +162,29 @@ fn emit_op(a: &mut CodeAssembler, op: &ScalarOp, held: &Held) -> Result<(), Iced
     match *op {
         ScalarOp::Int(kind, ty, x, y, d) => int(a, held, kind, ty, (x, y, d)),
         ScalarOp::Float(kind, ty, x, y, d) => float(a, held, kind, ty, (x, y, d)),
+        ScalarOp::FloatUnary(FloatUnary::Sqrt, ty, x, d) => match ty {
+            FloatType::F32 => {
+                a.sqrtss(xmm0, dword_ptr(at(x)))?;
+                a.movss(dword_ptr(at(d)), xmm0)
+            }
+            FloatType::F64 => {
+                a.sqrtsd(xmm0, qword_ptr(at(x)))?;
+                a.movsd_2(qword_ptr(at(d)), xmm0)
+            }
+        },
+        ScalarOp::FloatUnary(kind, ty, x, d) => {
+            // The sign bit, flipped or cleared in the value's bits.
+            let size = ty.size();
+            load_int(a, held, size, x)?;
+            let sign = 8 * size - 1;
+            match (kind, size) {
+                (FloatUnary::Negate, 8) => a.btc(rax, sign)?,
+                (FloatUnary::Negate, _) => a.btc(eax, sign)?,
+                (_, 8) => a.btr(rax, sign)?,
+                _ => a.btr(eax, sign)?,
+            }
+            store(a, size, at(d))
+        }
         ScalarOp::CompareInt(cmp, ty, x, y, d) => {
             load_int(a, held, ty.size(), x)?;
             match ty.size() {
@@ -280,6 +307,12 @@ fn int(
         8 => {
             let src = qword_ptr(at(y));
             load_int(a, held, 8, x)?;
+            if matches!(kind, IntOp::Maximum | IntOp::Minimum) {
+                a.mov(rcx, src)?;
+                a.cmp(rax, rcx)?;
+                pick(a, kind, ty.signed(), rax, rcx)?;
+                return store(a, 8, at(d));
+            }
             match kind {
                 IntOp::Add => a.add(rax, src)?,
                 IntOp::Subtract => a.sub(rax, src)?,
@@ -287,11 +320,18 @@ fn int(
                 IntOp::And => a.and(rax, src)?,
                 IntOp::Or => a.or(rax, src)?,
                 IntOp::Xor => a.xor(rax, src)?,
+                IntOp::Maximum | IntOp::Minimum => {}
             }
         }
         4 => {
             let src = dword_ptr(at(y));
             load_int(a, held, 4, x)?;
+            if matches!(kind, IntOp::Maximum | IntOp::Minimum) {
+                a.mov(ecx, src)?;
+                a.cmp(eax, ecx)?;
+                pick(a, kind, ty.signed(), rax, rcx)?;
+                return store(a, 4, at(d));
+            }
             match kind {
                 IntOp::Add => a.add(eax, src)?,
                 IntOp::Subtract => a.sub(eax, src)?,
@@ -299,6 +339,7 @@ fn int(
                 IntOp::And => a.and(eax, src)?,
                 IntOp::Or => a.or(eax, src)?,
                 IntOp::Xor => a.xor(eax, src)?,
+                IntOp::Maximum | IntOp::Minimum => {}
             }
         }
         _ => {
@@ -313,6 +354,22 @@ fn int(
         }
     }
     store(a, ty.size(), at(d))
+}
+
+/// After `cmp x, y`: `x = y` where `y` is the larger (`Maximum`) or the smaller.
+fn pick(
+    a: &mut CodeAssembler,
+    kind: IntOp,
+    signed: bool,
+    x: AsmRegister64,
+    y: AsmRegister64,
+) -> Result<(), IcedError> {
+    match (kind, signed) {
+        (IntOp::Maximum, true) => a.cmovl(x, y),
+        (IntOp::Maximum, false) => a.cmovb(x, y),
+        (_, true) => a.cmovg(x, y),
+        _ => a.cmova(x, y),
+    }
 }
 
 fn float(

@@ -1946,7 +1946,8 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
 }
 
 /// A loop of scalar work only: integer (s32, u32, s64), float (f32, f64) and predicate
-/// arithmetic, IEEE and integer compares, selects, one-element reads and writes at clamped
+/// arithmetic, integer maximum and minimum, float negation, absolute value and square root,
+/// IEEE and integer compares, selects, one-element reads and writes at clamped
 /// indices (one and two dimensions), replacing scatters at indices in and out of range,
 /// updates in place and ones that must copy (operand read later, captured from outside),
 /// carried values that trade places, and a value computed once before the loop.
@@ -1982,7 +1983,10 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %h4 = stablehlo.subtract %h3, %half : tensor<f32>
     %gt = stablehlo.compare GE, %h4, %e, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
     %eq = stablehlo.compare EQ, %h4, %h3, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    %pick = stablehlo.select %gt, %h4, %h2 : tensor<i1>, tensor<f32>
+    %ha = stablehlo.abs %h4 : tensor<f32>
+    %hr = stablehlo.sqrt %ha : tensor<f32>
+    %hn = stablehlo.negate %hr : tensor<f32>
+    %pick = stablehlo.select %gt, %hn, %h2 : tensor<i1>, tensor<f32>
     %ib = stablehlo.broadcast_in_dim %i, dims = [] : (tensor<i32>) -> tensor<1xi32>
     %a2 = "stablehlo.scatter"(%a, %ib, %pick) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>}> ({
     ^bb0(%u0: tensor<f32>, %u1: tensor<f32>):
@@ -1996,7 +2000,9 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %gv1 = stablehlo.dynamic_slice %g, %row, %col, sizes = [1, 1] : (tensor<3x5xi32>, tensor<i32>, tensor<i32>) -> tensor<1x1xi32>
     %gv = stablehlo.reshape %gv1 : (tensor<1x1xi32>) -> tensor<i32>
     %gi = stablehlo.add %gv, %i : tensor<i32>
-    %gx = stablehlo.xor %gi, %col : tensor<i32>
+    %gm = stablehlo.maximum %gi, %col : tensor<i32>
+    %gn = stablehlo.minimum %gm, %gv : tensor<i32>
+    %gx = stablehlo.xor %gn, %col : tensor<i32>
     %gu1 = stablehlo.reshape %gx : (tensor<i32>) -> tensor<1x1xi32>
     %g2 = stablehlo.dynamic_update_slice %g, %gu1, %col, %row : (tensor<3x5xi32>, tensor<1x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x5xi32>
     %later1 = stablehlo.dynamic_slice %g, %i, %i, sizes = [1, 1] : (tensor<3x5xi32>, tensor<i32>, tensor<i32>) -> tensor<1x1xi32>
@@ -2007,7 +2013,10 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     }) : (tensor<3x5xi32>, tensor<2xi32>, tensor<i32>) -> tensor<3x5xi32>
     %mh = stablehlo.dynamic_update_slice %m, %gu1, %row, %row : (tensor<3x5xi32>, tensor<1x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x5xi32>
     %ss = stablehlo.constant dense<1.5> : tensor<f64>
-    %s1 = stablehlo.multiply %s, %ss : tensor<f64>
+    %sa = stablehlo.abs %s : tensor<f64>
+    %sr = stablehlo.sqrt %sa : tensor<f64>
+    %sn = stablehlo.negate %sr : tensor<f64>
+    %s1 = stablehlo.multiply %sn, %ss : tensor<f64>
     %s2 = stablehlo.subtract %s1, %ss : tensor<f64>
     %s3 = stablehlo.divide %s2, %ss : tensor<f64>
     %sl = stablehlo.compare LE, %s3, %s, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>
@@ -2015,14 +2024,16 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %km = stablehlo.constant dense<2654435761> : tensor<ui32>
     %ka = stablehlo.constant dense<40503> : tensor<ui32>
     %k1 = stablehlo.multiply %k, %km : tensor<ui32>
-    %k2 = stablehlo.add %k1, %ka : tensor<ui32>
+    %kmax = stablehlo.maximum %k1, %ka : tensor<ui32>
+    %k2 = stablehlo.add %kmax, %ka : tensor<ui32>
     %kt = stablehlo.constant dense<3000000000> : tensor<ui32>
     %kg = stablehlo.compare GT, %k2, %kt, UNSIGNED : (tensor<ui32>, tensor<ui32>) -> tensor<i1>
     %kx = stablehlo.xor %kg, %eq : tensor<i1>
     %b2 = stablehlo.xor %b, %kx : tensor<i1>
     %pq = stablehlo.multiply %p, %q : tensor<i64>
     %pw = stablehlo.add %pq, %o : tensor<i64>
-    %pc = stablehlo.compare GE, %pw, %p, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+    %pmin = stablehlo.minimum %pw, %q : tensor<i64>
+    %pc = stablehlo.compare GE, %pmin, %p, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
     %p2 = stablehlo.select %pc, %pw, %q : tensor<i1>, tensor<i64>
     %j = stablehlo.add %i, %one : tensor<i32>
     stablehlo.return %j, %a3, %g3, %s4, %k2, %q, %p, %p2, %b2, %mh, %h4 : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>

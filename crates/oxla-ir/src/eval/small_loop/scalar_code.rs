@@ -1,7 +1,8 @@
 //! Compiled loops of scalar work as generated machine code ([`oxla_codegen::ScalarCode`]).
 //!
 //! A loop whose every instruction works on single elements (integer and float arithmetic,
-//! compares, selects, copies, one-element `dynamic_slice`, `dynamic_update_slice` and
+//! float negation, absolute value and square root, integer maximum and minimum, compares,
+//! selects, copies, one-element `dynamic_slice`, `dynamic_update_slice` and
 //! replacing `scatter`) gets one byte offset per slot in an arena: an update that takes its
 //! operand's buffer ([`LoopProgram`]'s `in_place`) gets its operand's offset, so it writes
 //! the carried array where it lies. The next state is made by copies appended to the body:
@@ -14,8 +15,8 @@ use super::{Inst, Slot};
 use crate::attrs::ComparisonDirection;
 use crate::{ElementType, OpKind};
 use oxla_codegen::{
-    Cmp, Element, FloatOp, FloatType, Index, IntOp, IntType, OutOfRange, ScalarCode, ScalarLoop,
-    ScalarOp,
+    Cmp, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, OutOfRange, ScalarCode,
+    ScalarLoop, ScalarOp,
 };
 
 /// A loop's generated code and where its slots lie in the arena.
@@ -233,12 +234,23 @@ impl Translate<'_> {
                         OpKind::And => IntOp::And,
                         OpKind::Or => IntOp::Or,
                         OpKind::Xor => IntOp::Xor,
+                        OpKind::Maximum => IntOp::Maximum,
+                        OpKind::Minimum => IntOp::Minimum,
                         _ => return None,
                     };
                     let bitwise = matches!(op, IntOp::And | IntOp::Or | IntOp::Xor);
                     (ty != IntType::Pred || bitwise).then_some(())?;
                     ScalarOp::Int(op, ty, o(*a), o(*b), o(*d))
                 }
+            }
+            Inst::Unary(kind, a, d) if self.single(&[*a, *d]) => {
+                let op = match kind {
+                    OpKind::Negate => FloatUnary::Negate,
+                    OpKind::Abs => FloatUnary::Abs,
+                    OpKind::Sqrt => FloatUnary::Sqrt,
+                    _ => return None,
+                };
+                ScalarOp::FloatUnary(op, self.float_type(*d)?, o(*a), o(*d))
             }
             Inst::Compare(dir, total, et, a, b, d) if self.single(&[*a, *b, *d]) => {
                 let cmp = cmp_of(*dir);
