@@ -37,8 +37,8 @@ mod x86;
 mod x86_scalar;
 
 pub use scalar::{
-    scalar_available, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, OutOfRange,
-    ScalarCode, ScalarLoop, ScalarOp,
+    convertible, scalar_available, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType,
+    Num, OutOfRange, ScalarCode, ScalarLoop, ScalarOp,
 };
 
 #[cfg(target_arch = "x86_64")]

@@ -63,6 +63,36 @@ impl FloatType {
     }
 }
 
+/// The type of one value: an integer (or predicate) or a float.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Num {
+    Int(IntType),
+    Float(FloatType),
+}
+
+impl Num {
+    /// Bytes per value.
+    pub fn size(self) -> u32 {
+        match self {
+            Num::Int(t) => t.size(),
+            Num::Float(t) => t.size(),
+        }
+    }
+}
+
+/// Whether [`ScalarOp::Convert`] has a form from `from` to `to`: between integers (low bits
+/// kept, sign- or zero-extended by the source's type; a predicate widened from 0/1, or an
+/// integer made one by being nonzero), from a signed or 32-bit unsigned integer or a
+/// predicate to a float (rounded to nearest), and between the floats.
+pub fn convertible(from: Num, to: Num) -> bool {
+    use IntType as I;
+    match (from, to) {
+        (Num::Int(_), Num::Int(_)) | (Num::Float(_), Num::Float(_)) => true,
+        (Num::Int(t), Num::Float(_)) => t != I::U64,
+        (Num::Float(_), Num::Int(_)) => false,
+    }
+}
+
 /// A binary integer operation (wrapping; the larger or smaller by the type's order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntOp {
@@ -134,6 +164,8 @@ pub enum ScalarOp {
     Float(FloatOp, FloatType, u32, u32, u32),
     /// `(op, type, a, dst)`.
     FloatUnary(FloatUnary, FloatType, u32, u32),
+    /// `(from, to, a, dst)`: the value converted as [`convertible`] says.
+    Convert(Num, Num, u32, u32),
     /// `(cmp, type, a, b, dst)`: writes one byte, 1 where the comparison holds, else 0.
     CompareInt(Cmp, IntType, u32, u32, u32),
     CompareFloat(Cmp, FloatType, u32, u32, u32),
@@ -206,6 +238,11 @@ impl ScalarLoop {
             ScalarOp::FloatUnary(_, ty, a, d) => {
                 let n = u64::from(ty.size());
                 within(a, n) && within(d, n)
+            }
+            ScalarOp::Convert(from, to, a, d) => {
+                convertible(from, to)
+                    && within(a, u64::from(from.size()))
+                    && within(d, u64::from(to.size()))
             }
             ScalarOp::CompareInt(_, ty, a, b, d) => {
                 let n = u64::from(ty.size());

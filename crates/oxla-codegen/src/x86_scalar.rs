@@ -12,7 +12,7 @@
 //! costs a store-forwarding delay on the chain of dependent operations a loop body is).
 
 use super::scalar::{
-    Element, FloatOp, FloatType, FloatUnary, IntOp, IntType, OutOfRange, ScalarLoop, ScalarOp,
+    Element, FloatOp, FloatType, FloatUnary, IntOp, IntType, Num, OutOfRange, ScalarLoop, ScalarOp,
 };
 use super::x86::{load, Code};
 use super::Cmp;
@@ -116,6 +116,19 @@ fn emit(a: &mut CodeAssembler, op: &ScalarOp, held: &mut Held) -> Result<(), Ice
             held.written(d, ty.size());
             held.gpr_holds(d, ty.size());
         }
+        ScalarOp::Convert(from, to, _, d) => {
+            held.written(d, to.size());
+            match to {
+                Num::Int(t) => held.gpr_holds(d, t.size()),
+                Num::Float(t) => {
+                    held.xmm = Some((d, t));
+                    held.gpr = None;
+                }
+            }
+            if matches!(from, Num::Float(_)) {
+                held.xmm = held.xmm.filter(|&(o, _)| o == d);
+            }
+        }
         ScalarOp::CompareInt(_, ty, x, _, d) => {
             held.written(d, 1);
             held.gpr_holds(x, ty.size());
@@ -172,6 +185,7 @@ fn emit_op(a: &mut CodeAssembler, op: &ScalarOp, held: &Held) -> Result<(), Iced
                 a.movsd_2(qword_ptr(at(d)), xmm0)
             }
         },
+        ScalarOp::Convert(from, to, x, d) => convert(a, held, (from, to), x, d),
         ScalarOp::FloatUnary(kind, ty, x, d) => {
             // The sign bit, flipped or cleared in the value's bits.
             let size = ty.size();
@@ -354,6 +368,71 @@ fn int(
         }
     }
     store(a, ty.size(), at(d))
+}
+
+/// Loads the integer at `x` into `rax`, extended to 64 bits by its type (a predicate's
+/// byte zero-extended).
+fn load_wide(a: &mut CodeAssembler, held: &Held, ty: IntType, x: u32) -> Result<(), IcedError> {
+    match ty {
+        IntType::Pred => a.movzx(eax, byte_ptr(at(x))),
+        IntType::S32 => a.movsxd(rax, dword_ptr(at(x))),
+        IntType::U32 => load_int(a, held, 4, x),
+        IntType::S64 | IntType::U64 => load_int(a, held, 8, x),
+    }
+}
+
+fn convert(
+    a: &mut CodeAssembler,
+    held: &Held,
+    (from, to): (Num, Num),
+    x: u32,
+    d: u32,
+) -> Result<(), IcedError> {
+    match (from, to) {
+        (Num::Int(f), Num::Int(IntType::Pred)) => {
+            load_wide(a, held, f, x)?;
+            a.test(rax, rax)?;
+            a.setne(al)?;
+            a.mov(byte_ptr(at(d)), al)
+        }
+        (Num::Int(f), Num::Int(t)) => {
+            load_wide(a, held, f, x)?;
+            if t.size() == 4 {
+                // The low half, and `rax` zero-extended from it as `Held` assumes.
+                a.mov(eax, eax)?;
+            }
+            store(a, t.size(), at(d))
+        }
+        (Num::Int(f), Num::Float(t)) => {
+            // Every source but u64 is exact as a signed 64-bit integer.
+            load_wide(a, held, f, x)?;
+            a.xorps(xmm0, xmm0)?;
+            match t {
+                FloatType::F32 => {
+                    a.cvtsi2ss(xmm0, rax)?;
+                    a.movss(dword_ptr(at(d)), xmm0)
+                }
+                FloatType::F64 => {
+                    a.cvtsi2sd(xmm0, rax)?;
+                    a.movsd_2(qword_ptr(at(d)), xmm0)
+                }
+            }
+        }
+        (Num::Float(f), Num::Float(t)) => {
+            load_float(a, held, f, x)?;
+            match (f, t) {
+                (FloatType::F32, FloatType::F64) => a.cvtss2sd(xmm0, xmm0)?,
+                (FloatType::F64, FloatType::F32) => a.cvtsd2ss(xmm0, xmm0)?,
+                _ => {}
+            }
+            match t {
+                FloatType::F32 => a.movss(dword_ptr(at(d)), xmm0),
+                FloatType::F64 => a.movsd_2(qword_ptr(at(d)), xmm0),
+            }
+        }
+        // Refused when compiled (`convertible`).
+        (Num::Float(_), Num::Int(_)) => Ok(()),
+    }
 }
 
 /// After `cmp x, y`: `x = y` where `y` is the larger (`Maximum`) or the smaller.

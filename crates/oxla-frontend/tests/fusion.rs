@@ -1947,7 +1947,7 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
 
 /// A loop of scalar work only: integer (s32, u32, s64), float (f32, f64) and predicate
 /// arithmetic, integer maximum and minimum, float negation, absolute value and square root,
-/// IEEE and integer compares, selects, one-element reads and writes at clamped
+/// converts between the integer, predicate and float types, IEEE and integer compares, selects, one-element reads and writes at clamped
 /// indices (one and two dimensions), replacing scatters at indices in and out of range,
 /// updates in place and ones that must copy (operand read later, captured from outside),
 /// carried values that trade places, and a value computed once before the loop.
@@ -1978,7 +1978,9 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %e = stablehlo.reshape %e1 : (tensor<1xf32>) -> tensor<f32>
     %half = stablehlo.constant dense<0.5> : tensor<f32>
     %h1 = stablehlo.multiply %e, %half : tensor<f32>
-    %h2 = stablehlo.add %h1, %z : tensor<f32>
+    %if = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>
+    %hz = stablehlo.add %z, %if : tensor<f32>
+    %h2 = stablehlo.add %h1, %hz : tensor<f32>
     %h3 = stablehlo.divide %h2, %e : tensor<f32>
     %h4 = stablehlo.subtract %h3, %half : tensor<f32>
     %gt = stablehlo.compare GE, %h4, %e, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
@@ -2002,7 +2004,9 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %gi = stablehlo.add %gv, %i : tensor<i32>
     %gm = stablehlo.maximum %gi, %col : tensor<i32>
     %gn = stablehlo.minimum %gm, %gv : tensor<i32>
-    %gx = stablehlo.xor %gn, %col : tensor<i32>
+    %bi = stablehlo.convert %b : (tensor<i1>) -> tensor<i32>
+    %gx0 = stablehlo.xor %gn, %col : tensor<i32>
+    %gx = stablehlo.add %gx0, %bi : tensor<i32>
     %gu1 = stablehlo.reshape %gx : (tensor<i32>) -> tensor<1x1xi32>
     %g2 = stablehlo.dynamic_update_slice %g, %gu1, %col, %row : (tensor<3x5xi32>, tensor<1x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x5xi32>
     %later1 = stablehlo.dynamic_slice %g, %i, %i, sizes = [1, 1] : (tensor<3x5xi32>, tensor<i32>, tensor<i32>) -> tensor<1x1xi32>
@@ -2017,10 +2021,16 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %sr = stablehlo.sqrt %sa : tensor<f64>
     %sn = stablehlo.negate %sr : tensor<f64>
     %s1 = stablehlo.multiply %sn, %ss : tensor<f64>
-    %s2 = stablehlo.subtract %s1, %ss : tensor<f64>
+    %kd = stablehlo.convert %k : (tensor<ui32>) -> tensor<f64>
+    %s2 = stablehlo.subtract %s1, %kd : tensor<f64>
     %s3 = stablehlo.divide %s2, %ss : tensor<f64>
     %sl = stablehlo.compare LE, %s3, %s, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>
-    %s4 = stablehlo.select %sl, %s3, %s1 : tensor<i1>, tensor<f64>
+    %pf = stablehlo.convert %p : (tensor<i64>) -> tensor<f32>
+    %pd = stablehlo.convert %pf : (tensor<f32>) -> tensor<f64>
+    %sx = stablehlo.add %s3, %pd : tensor<f64>
+    %s4 = stablehlo.select %sl, %sx, %s1 : tensor<i1>, tensor<f64>
+    %sf = stablehlo.convert %s : (tensor<f64>) -> tensor<f32>
+    %zq = stablehlo.add %h4, %sf : tensor<f32>
     %km = stablehlo.constant dense<2654435761> : tensor<ui32>
     %ka = stablehlo.constant dense<40503> : tensor<ui32>
     %k1 = stablehlo.multiply %k, %km : tensor<ui32>
@@ -2029,14 +2039,21 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %kt = stablehlo.constant dense<3000000000> : tensor<ui32>
     %kg = stablehlo.compare GT, %k2, %kt, UNSIGNED : (tensor<ui32>, tensor<ui32>) -> tensor<i1>
     %kx = stablehlo.xor %kg, %eq : tensor<i1>
-    %b2 = stablehlo.xor %b, %kx : tensor<i1>
-    %pq = stablehlo.multiply %p, %q : tensor<i64>
-    %pw = stablehlo.add %pq, %o : tensor<i64>
+    %i64 = stablehlo.convert %gi : (tensor<i32>) -> tensor<i64>
+    %pq0 = stablehlo.multiply %p, %q : tensor<i64>
+    %pq = stablehlo.add %pq0, %i64 : tensor<i64>
+    %ku = stablehlo.convert %k2 : (tensor<ui32>) -> tensor<i64>
+    %pw0 = stablehlo.add %pq, %o : tensor<i64>
+    %pw = stablehlo.add %pw0, %ku : tensor<i64>
+    %p32 = stablehlo.convert %pw : (tensor<i64>) -> tensor<i32>
+    %ip = stablehlo.convert %p32 : (tensor<i32>) -> tensor<i1>
+    %b3 = stablehlo.xor %b, %kx : tensor<i1>
+    %b2 = stablehlo.xor %b3, %ip : tensor<i1>
     %pmin = stablehlo.minimum %pw, %q : tensor<i64>
     %pc = stablehlo.compare GE, %pmin, %p, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
     %p2 = stablehlo.select %pc, %pw, %q : tensor<i1>, tensor<i64>
     %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %j, %a3, %g3, %s4, %k2, %q, %p, %p2, %b2, %mh, %h4 : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>
+    stablehlo.return %j, %a3, %g3, %s4, %k2, %q, %p, %p2, %b2, %mh, %zq : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>
   }
   return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7, %r#8, %r#9, %r#10 : tensor<i32>, tensor<16xf32>, tensor<3x5xi32>, tensor<f64>, tensor<ui32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<3x5xi32>, tensor<f32>
 }

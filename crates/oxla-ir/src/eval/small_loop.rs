@@ -72,6 +72,8 @@ enum Inst {
     Select(usize, usize, usize, usize),
     /// `dst` = every element `src`'s single one, or `src`'s bytes (broadcasts, reshapes).
     Fill(usize, usize),
+    /// `dst` = `src` converted to `dst`'s element type, element by element.
+    Convert(usize, usize),
     /// `dst` = the window of `src` at the (clamped) scalar starts.
     DynamicSlice(usize, Vec<usize>, usize),
     /// `dst` = the operand with the update written at the (clamped) scalar starts:
@@ -98,7 +100,7 @@ impl Inst {
     /// The slots the instruction reads.
     fn sources(&self) -> Vec<usize> {
         match self {
-            Inst::Unary(_, a, _) | Inst::Fill(a, _) => vec![*a],
+            Inst::Unary(_, a, _) | Inst::Fill(a, _) | Inst::Convert(a, _) => vec![*a],
             Inst::Binary(_, a, b, _) | Inst::Compare(_, _, _, a, b, _) => vec![*a, *b],
             Inst::Select(p, t, f, _) => vec![*p, *t, *f],
             Inst::DynamicSlice(a, starts, _) => [*a].iter().chain(starts).copied().collect(),
@@ -117,6 +119,7 @@ impl Inst {
             | Inst::Compare(_, _, _, _, _, d)
             | Inst::Select(_, _, _, d)
             | Inst::Fill(_, d)
+            | Inst::Convert(_, d)
             | Inst::DynamicSlice(_, _, d)
             | Inst::DynamicUpdateSlice(_, _, _, d) => *d,
             Inst::ScatterOne(s) => s.dst,
@@ -531,6 +534,9 @@ impl<'m> Builder<'m> {
             }
             K::Convert if operands.len() == 1 && slot(0).ty == out.ty => {
                 Inst::Fill(operands[0], dst)
+            }
+            K::Convert if operands.len() == 1 && slot(0).ty.shape == out.ty.shape => {
+                Inst::Convert(operands[0], dst)
             }
             K::DynamicSlice if operands.len() == 1 + out.ty.rank() => {
                 let src = slot(0);
@@ -1282,6 +1288,15 @@ impl LoopProgram {
                             zip_bytes(o.et, kind, dst, &old[..size], update);
                         }
                     }
+                }
+            }
+            Inst::Convert(src, _) => {
+                // The op-by-op conversion (loops that run it often are generated code).
+                let s = &self.slots[*src];
+                let from = Literal::new(s.ty.clone(), bytes(&mem[*src], s.bytes).to_vec());
+                let to = from.and_then(|lit| super::convert::convert_literal(&lit, o.et));
+                if let Ok(to) = to {
+                    bytes_mut(&mut out, o.bytes).copy_from_slice(&to.data);
                 }
             }
             Inst::Fill(src, _) => {

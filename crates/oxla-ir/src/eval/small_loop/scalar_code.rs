@@ -1,7 +1,8 @@
 //! Compiled loops of scalar work as generated machine code ([`oxla_codegen::ScalarCode`]).
 //!
 //! A loop whose every instruction works on single elements (integer and float arithmetic,
-//! float negation, absolute value and square root, integer maximum and minimum, compares,
+//! float negation, absolute value and square root, integer maximum and minimum, converts
+//! other than float to integer, compares,
 //! selects, copies, one-element `dynamic_slice`, `dynamic_update_slice` and
 //! replacing `scatter`) gets one byte offset per slot in an arena: an update that takes its
 //! operand's buffer ([`LoopProgram`]'s `in_place`) gets its operand's offset, so it writes
@@ -15,8 +16,8 @@ use super::{Inst, Slot};
 use crate::attrs::ComparisonDirection;
 use crate::{ElementType, OpKind};
 use oxla_codegen::{
-    Cmp, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, OutOfRange, ScalarCode,
-    ScalarLoop, ScalarOp,
+    Cmp, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, Num, OutOfRange,
+    ScalarCode, ScalarLoop, ScalarOp,
 };
 
 /// A loop's generated code and where its slots lie in the arena.
@@ -162,6 +163,12 @@ impl Translate<'_> {
         })
     }
 
+    fn num(&self, s: usize) -> Option<Num> {
+        self.float_type(s)
+            .map(Num::Float)
+            .or_else(|| self.int_type(s).map(Num::Int))
+    }
+
     fn float_type(&self, s: usize) -> Option<FloatType> {
         match self.slots[s].et {
             ElementType::F32 => Some(FloatType::F32),
@@ -262,6 +269,11 @@ impl Translate<'_> {
                     let ty = self.int_type(*a).filter(|&t| t != IntType::Pred)?;
                     ScalarOp::CompareInt(cmp, ty, o(*a), o(*b), o(*d))
                 }
+            }
+            Inst::Convert(a, d) if self.single(&[*a, *d]) => {
+                let (from, to) = (self.num(*a)?, self.num(*d)?);
+                oxla_codegen::convertible(from, to).then_some(())?;
+                ScalarOp::Convert(from, to, o(*a), o(*d))
             }
             Inst::Select(p, t, f, d) if self.single(&[*p, *t, *f, *d]) => ScalarOp::Select {
                 pred: o(*p),
