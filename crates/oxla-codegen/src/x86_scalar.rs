@@ -49,6 +49,49 @@ impl Held {
     }
 }
 
+/// A scratch register holding an arena value.
+#[derive(Clone, Copy)]
+enum Reg {
+    Gpr,
+    Xmm(FloatType),
+}
+
+impl Held {
+    /// The register already holding the `size` bytes at `src`, if any.
+    fn source(&self, src: u32, size: u32) -> Option<Reg> {
+        if self.gpr == Some((src, size)) {
+            Some(Reg::Gpr)
+        } else {
+            let ty = self.xmm.filter(|&(o, ty)| o == src && ty.size() == size)?.1;
+            Some(Reg::Xmm(ty))
+        }
+    }
+}
+
+/// Stores the `size` bytes at `src` (1, 4 or 8) to `to`, from the register `via` says holds
+/// them, else loaded through `rax`.
+fn store_from(
+    a: &mut CodeAssembler,
+    via: Option<Reg>,
+    src: u32,
+    size: u32,
+    to: AsmMemoryOperand,
+) -> Result<(), IcedError> {
+    match via {
+        Some(Reg::Xmm(FloatType::F32)) => a.movss(dword_ptr(to), xmm0),
+        Some(Reg::Xmm(FloatType::F64)) => a.movsd_2(qword_ptr(to), xmm0),
+        Some(Reg::Gpr) => store(a, size, to),
+        None => {
+            match size {
+                8 => a.mov(rax, qword_ptr(at(src)))?,
+                4 => a.mov(eax, dword_ptr(at(src)))?,
+                _ => a.movzx(eax, byte_ptr(at(src)))?,
+            }
+            store(a, size, to)
+        }
+    }
+}
+
 /// Loads the integer of `size` (4 or 8) bytes at `x` into `rax`, unless it is there.
 fn load_int(a: &mut CodeAssembler, held: &Held, size: u32, x: u32) -> Result<(), IcedError> {
     match size {
@@ -149,13 +192,20 @@ fn emit(a: &mut CodeAssembler, op: &ScalarOp, held: &mut Held) -> Result<(), Ice
             held.written(dst, size);
             held.gpr_holds(dst, size);
         }
-        ScalarOp::Copy { dst, bytes, .. } => {
+        ScalarOp::Copy { src, dst, bytes } => {
+            let via = held.source(src, bytes);
             held.written(dst, bytes);
-            held.gpr = None;
-            if bytes > 0 && bytes <= 64 && matches!(bytes % 8, 0 | 4) {
-                // The last piece moved through `rax`.
-                let last = if bytes % 8 == 4 { 4 } else { 8 };
-                held.gpr_holds(dst + bytes - last, last);
+            match via {
+                Some(Reg::Gpr) => held.gpr_holds(dst, bytes),
+                Some(Reg::Xmm(ty)) => held.xmm = Some((dst, ty)),
+                None => {
+                    held.gpr = None;
+                    if bytes > 0 && bytes <= 64 && matches!(bytes % 8, 0 | 4) {
+                        // The last piece moved through `rax`.
+                        let last = if bytes % 8 == 4 { 4 } else { 8 };
+                        held.gpr_holds(dst + bytes - last, last);
+                    }
+                }
             }
         }
         ScalarOp::Load(ref e, dst) => {
@@ -274,7 +324,10 @@ fn emit_op(a: &mut CodeAssembler, op: &ScalarOp, held: &Held) -> Result<(), Iced
             a.cmovne(rax, rcx)?;
             store(a, size, at(dst))
         }
-        ScalarOp::Copy { src, dst, bytes } => copy(a, src, dst, bytes),
+        ScalarOp::Copy { src, dst, bytes } => match held.source(src, bytes) {
+            None => copy(a, src, dst, bytes),
+            via => store_from(a, via, src, bytes, at(dst)),
+        },
         ScalarOp::Load(ref e, dst) => {
             let mut skip = a.create_label();
             element_address(a, e, &mut skip)?;
@@ -289,13 +342,10 @@ fn emit_op(a: &mut CodeAssembler, op: &ScalarOp, held: &Held) -> Result<(), Iced
         }
         ScalarOp::Store(ref e, src) => {
             let mut skip = a.create_label();
+            // The element's address leaves `rax` and `xmm0` as they were.
             element_address(a, e, &mut skip)?;
-            match e.size {
-                8 => a.mov(rax, qword_ptr(at(src)))?,
-                4 => a.mov(eax, dword_ptr(at(src)))?,
-                _ => a.movzx(eax, byte_ptr(at(src)))?,
-            }
-            store(a, e.size, r8 + r9 * e.size as i32 + disp(e.array))?;
+            let to = r8 + r9 * e.size as i32 + disp(e.array);
+            store_from(a, held.source(src, e.size), src, e.size, to)?;
             finish(a, e, &mut skip)
         }
     }
