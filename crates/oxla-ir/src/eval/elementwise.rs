@@ -1264,8 +1264,9 @@ fn fits_plain(et: ElementType, n: usize, operands: &[&Literal]) -> bool {
 }
 
 /// [`float_zip`] or [`int_zip`] on the little-endian bytes of elements of `et` (an operand
-/// of one element broadcasts; `out` is written in place; `i1` for `and`, `or`, `xor`). False, writing nothing, for the
-/// element types and ops they do not cover, or an `out` that cannot be viewed as `et`.
+/// of one element broadcasts; `out` is written in place; `i1` for `and`, `or` and `xor`).
+/// False, writing nothing, for the element types and ops they do not cover, or an `out`
+/// that cannot be viewed as `et`.
 pub(crate) fn zip_bytes(
     et: ElementType,
     kind: &OpKind,

@@ -304,7 +304,8 @@ pub fn compiled_loops(module: &Module, name: &str) -> Vec<bool> {
 
 /// For each `while` in the body of function `name` (its entry block), whether its register
 /// program runs as generated code (a counted loop whose body is one register run of ops
-/// with a generated form, on a machine that runs generated code).
+/// with a generated form, on a machine that runs generated code; or a loop of scalar work
+/// on x86-64).
 pub fn generated_loops(module: &Module, name: &str) -> Vec<bool> {
     loop_programs(module, name)
         .into_iter()

@@ -1005,7 +1005,8 @@ impl LoopProgram {
         })
     }
 
-    /// Whether the loop runs as generated code ([`CountedCode`]).
+    /// Whether the loop runs as generated code ([`CountedCode`], or scalar code from
+    /// [`scalar_code`]).
     pub(crate) fn has_generated_code(&self) -> bool {
         self.counted.as_ref().is_some_and(|c| c.code.is_some()) || self.scalar.is_some()
     }

@@ -77,7 +77,7 @@ impl std::fmt::Debug for KernelCode {
 }
 
 /// The generated-code comparison of a direction.
-fn cmp_of(dir: crate::attrs::ComparisonDirection) -> Cmp {
+pub(crate) fn cmp_of(dir: crate::attrs::ComparisonDirection) -> Cmp {
     use crate::attrs::ComparisonDirection as D;
     match dir {
         D::Eq => Cmp::Eq,

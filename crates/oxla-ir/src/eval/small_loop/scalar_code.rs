@@ -13,11 +13,11 @@
 //! memory, and the carried values out after the last.
 
 use super::{Inst, Slot};
-use crate::attrs::ComparisonDirection;
+use crate::eval::tile_code::cmp_of;
 use crate::{ElementType, OpKind};
 use oxla_codegen::{
-    Cmp, Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, Num, OutOfRange,
-    ScalarCode, ScalarLoop, ScalarOp,
+    Element, FloatOp, FloatType, FloatUnary, Index, IntOp, IntType, Num, OutOfRange, ScalarCode,
+    ScalarLoop, ScalarOp,
 };
 
 /// A loop's generated code and where its slots lie in the arena.
@@ -317,18 +317,6 @@ impl Translate<'_> {
         };
         out.push(op);
         Some(())
-    }
-}
-
-fn cmp_of(dir: ComparisonDirection) -> Cmp {
-    use ComparisonDirection as D;
-    match dir {
-        D::Eq => Cmp::Eq,
-        D::Ne => Cmp::Ne,
-        D::Lt => Cmp::Lt,
-        D::Le => Cmp::Le,
-        D::Gt => Cmp::Gt,
-        D::Ge => Cmp::Ge,
     }
 }
 
