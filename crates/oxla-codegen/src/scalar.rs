@@ -83,13 +83,15 @@ impl Num {
 /// Whether [`ScalarOp::Convert`] has a form from `from` to `to`: between integers (low bits
 /// kept, sign- or zero-extended by the source's type; a predicate widened from 0/1, or an
 /// integer made one by being nonzero), from a signed or 32-bit unsigned integer or a
-/// predicate to a float (rounded to nearest), and between the floats.
+/// predicate to a float (rounded to nearest), between the floats, and from a float to a
+/// signed integer (truncated toward zero, saturated at the type's bounds, NaN to 0, as
+/// Rust's `as` and XLA convert).
 pub fn convertible(from: Num, to: Num) -> bool {
     use IntType as I;
     match (from, to) {
         (Num::Int(_), Num::Int(_)) | (Num::Float(_), Num::Float(_)) => true,
         (Num::Int(t), Num::Float(_)) => t != I::U64,
-        (Num::Float(_), Num::Int(_)) => false,
+        (Num::Float(_), Num::Int(t)) => t.signed(),
     }
 }
 

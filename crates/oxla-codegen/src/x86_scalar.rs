@@ -480,8 +480,46 @@ fn convert(
                 FloatType::F64 => a.movsd_2(qword_ptr(at(d)), xmm0),
             }
         }
-        // Refused when compiled (`convertible`).
-        (Num::Float(_), Num::Int(_)) => Ok(()),
+        (Num::Float(f), Num::Int(t)) => {
+            // Truncated (the instruction gives the smallest integer for NaN and values out
+            // of range), then the largest integer from 2^(bits - 1) up, and 0 for NaN.
+            load_float(a, held, f, x)?;
+            let wide = t.size() == 8;
+            match (f, wide) {
+                (FloatType::F32, false) => a.cvttss2si(eax, xmm0)?,
+                (FloatType::F32, true) => a.cvttss2si(rax, xmm0)?,
+                (FloatType::F64, false) => a.cvttsd2si(eax, xmm0)?,
+                (FloatType::F64, true) => a.cvttsd2si(rax, xmm0)?,
+            }
+            let limit: f64 = if wide {
+                9_223_372_036_854_775_808.0
+            } else {
+                2_147_483_648.0
+            };
+            match f {
+                FloatType::F32 => {
+                    a.mov(ecx, (limit as f32).to_bits())?;
+                    a.movd(xmm1, ecx)?;
+                    a.ucomiss(xmm0, xmm1)?;
+                }
+                FloatType::F64 => {
+                    a.mov(rcx, limit.to_bits())?;
+                    a.movq(xmm1, rcx)?;
+                    a.ucomisd(xmm0, xmm1)?;
+                }
+            }
+            // `mov` leaves the flags of the compare.
+            if wide {
+                a.mov(rcx, i64::MAX)?;
+                a.cmovae(rax, rcx)?;
+            } else {
+                a.mov(ecx, i32::MAX as u32)?;
+                a.cmovae(eax, ecx)?;
+            }
+            a.mov(ecx, 0u32)?;
+            a.cmovp(rax, rcx)?;
+            store(a, t.size(), at(d))
+        }
     }
 }
 

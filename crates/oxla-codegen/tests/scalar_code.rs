@@ -279,3 +279,59 @@ fn values_computed_before_a_store_are_read_correctly_after_it() {
         assert_eq!(stored, if index == 2 { 1000 } else { 0 });
     }
 }
+
+#[test]
+fn floats_convert_to_integers_as_rust_casts_do() {
+    if !scalar_available() {
+        return;
+    }
+    use oxla_codegen::Num;
+    // f32 at 8, f64 at 16; results: s32 from f32 at 24, s64 from f32 at 32, s32 from f64
+    // at 40, s64 from f64 at 48.
+    let (f32_, f64_) = (Num::Float(FloatType::F32), Num::Float(FloatType::F64));
+    let (s32, s64) = (Num::Int(IntType::S32), Num::Int(IntType::S64));
+    let body = vec![
+        ScalarOp::Convert(f32_, s32, 8, 24),
+        ScalarOp::Convert(f32_, s64, 8, 32),
+        ScalarOp::Convert(f64_, s32, 16, 40),
+        ScalarOp::Convert(f64_, s64, 16, 48),
+    ];
+    let code = ScalarCode::compile(&once(56, body)).expect("compiles");
+    let values = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        2.5,
+        -2.5,
+        2_147_483_647.0,
+        2_147_483_647.9,
+        2_147_483_648.0,
+        -2_147_483_648.0,
+        -2_147_483_648.9,
+        -2_147_483_649.0,
+        3e9,
+        -3e9,
+        9.2e18,
+        9_223_372_036_854_775_807.0,
+        -9_223_372_036_854_775_808.0,
+        1e19,
+        -1e19,
+        1e-40,
+    ];
+    for x in values {
+        let mut arena = Arena::new(7);
+        arena.put(0, [1u8]);
+        arena.put(8, (x as f32).to_le_bytes());
+        arena.put(16, x.to_le_bytes());
+        arena.run(&code);
+        assert_eq!(i32::from_le_bytes(arena.get(24)), x as f32 as i32, "{x}");
+        assert_eq!(i64::from_le_bytes(arena.get(32)), x as f32 as i64, "{x}");
+        assert_eq!(i32::from_le_bytes(arena.get(40)), x as i32, "{x}");
+        assert_eq!(i64::from_le_bytes(arena.get(48)), x as i64, "{x}");
+    }
+    // No unsigned targets: their saturation is another sequence.
+    let to_unsigned = ScalarOp::Convert(f32_, Num::Int(IntType::U32), 8, 24);
+    assert!(ScalarCode::compile(&once(56, vec![to_unsigned])).is_none());
+}

@@ -1947,7 +1947,8 @@ fn kept_plans_give_the_same_bits_across_calls_modules_and_threads() {
 
 /// A loop of scalar work only: integer (s32, u32, s64), float (f32, f64) and predicate
 /// arithmetic, integer maximum and minimum, float negation, absolute value and square root,
-/// converts between the integer, predicate and float types, IEEE and integer compares, selects, one-element reads and writes at clamped
+/// converts between the integer, predicate and float types (floats to signed integers
+/// saturating), IEEE and integer compares, selects, one-element reads and writes at clamped
 /// indices (one and two dimensions), replacing scatters at indices in and out of range,
 /// updates in place and ones that must copy (operand read later, captured from outside),
 /// carried values that trade places, and a value computed once before the loop.
@@ -2006,7 +2007,9 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %gn = stablehlo.minimum %gm, %gv : tensor<i32>
     %bi = stablehlo.convert %b : (tensor<i1>) -> tensor<i32>
     %gx0 = stablehlo.xor %gn, %col : tensor<i32>
-    %gx = stablehlo.add %gx0, %bi : tensor<i32>
+    %fi = stablehlo.convert %h4 : (tensor<f32>) -> tensor<i32>
+    %gx1 = stablehlo.add %gx0, %bi : tensor<i32>
+    %gx = stablehlo.add %gx1, %fi : tensor<i32>
     %gu1 = stablehlo.reshape %gx : (tensor<i32>) -> tensor<1x1xi32>
     %g2 = stablehlo.dynamic_update_slice %g, %gu1, %col, %row : (tensor<3x5xi32>, tensor<1x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x5xi32>
     %later1 = stablehlo.dynamic_slice %g, %i, %i, sizes = [1, 1] : (tensor<3x5xi32>, tensor<i32>, tensor<i32>) -> tensor<1x1xi32>
@@ -2044,8 +2047,14 @@ const SCALAR_LOOP: &str = r#"func.func @main(%v: tensor<16xf32>, %m: tensor<3x5x
     %pq = stablehlo.add %pq0, %i64 : tensor<i64>
     %ku = stablehlo.convert %k2 : (tensor<ui32>) -> tensor<i64>
     %pw0 = stablehlo.add %pq, %o : tensor<i64>
-    %pw = stablehlo.add %pw0, %ku : tensor<i64>
-    %p32 = stablehlo.convert %pw : (tensor<i64>) -> tensor<i32>
+    %di = stablehlo.convert %s : (tensor<f64>) -> tensor<i64>
+    %fl = stablehlo.convert %e : (tensor<f32>) -> tensor<i64>
+    %pw1 = stablehlo.add %pw0, %ku : tensor<i64>
+    %pw2 = stablehlo.add %pw1, %di : tensor<i64>
+    %pw = stablehlo.add %pw2, %fl : tensor<i64>
+    %dl = stablehlo.convert %s3 : (tensor<f64>) -> tensor<i32>
+    %p320 = stablehlo.convert %pw : (tensor<i64>) -> tensor<i32>
+    %p32 = stablehlo.add %p320, %dl : tensor<i32>
     %ip = stablehlo.convert %p32 : (tensor<i32>) -> tensor<i1>
     %b3 = stablehlo.xor %b, %kx : tensor<i1>
     %b2 = stablehlo.xor %b3, %ip : tensor<i1>

@@ -2,9 +2,8 @@
 //!
 //! A loop whose every instruction works on single elements (integer and float arithmetic,
 //! float negation, absolute value and square root, integer maximum and minimum, converts
-//! other than float to integer, compares,
-//! selects, copies, one-element `dynamic_slice`, `dynamic_update_slice` and
-//! replacing `scatter`) gets one byte offset per slot in an arena: an update that takes its
+//! (a float to an integer only to a signed one), compares, selects, copies, one-element
+//! `dynamic_slice`, `dynamic_update_slice` and replacing `scatter`) gets one byte offset per slot in an arena: an update that takes its
 //! operand's buffer ([`LoopProgram`]'s `in_place`) gets its operand's offset, so it writes
 //! the carried array where it lies. The next state is made by copies appended to the body:
 //! straight from each result to its state when no result lies where a state does, else
