@@ -47,16 +47,7 @@ impl Held {
     fn gpr_holds(&mut self, at: u32, size: u32) {
         self.gpr = matches!(size, 4 | 8).then_some((at, size));
     }
-}
 
-/// A scratch register holding an arena value.
-#[derive(Clone, Copy)]
-enum Reg {
-    Gpr,
-    Xmm(FloatType),
-}
-
-impl Held {
     /// The register already holding the `size` bytes at `src`, if any.
     fn source(&self, src: u32, size: u32) -> Option<Reg> {
         if self.gpr == Some((src, size)) {
@@ -66,6 +57,13 @@ impl Held {
             Some(Reg::Xmm(ty))
         }
     }
+}
+
+/// A scratch register holding an arena value.
+#[derive(Clone, Copy)]
+enum Reg {
+    Gpr,
+    Xmm(FloatType),
 }
 
 /// Stores the `size` bytes at `src` (1, 4 or 8) to `to`, from the register `via` says holds
@@ -82,11 +80,7 @@ fn store_from(
         Some(Reg::Xmm(FloatType::F64)) => a.movsd_2(qword_ptr(to), xmm0),
         Some(Reg::Gpr) => store(a, size, to),
         None => {
-            match size {
-                8 => a.mov(rax, qword_ptr(at(src)))?,
-                4 => a.mov(eax, dword_ptr(at(src)))?,
-                _ => a.movzx(eax, byte_ptr(at(src)))?,
-            }
+            load_rax(a, size, at(src))?;
             store(a, size, to)
         }
     }
@@ -331,12 +325,7 @@ fn emit_op(a: &mut CodeAssembler, op: &ScalarOp, held: &Held) -> Result<(), Iced
         ScalarOp::Load(ref e, dst) => {
             let mut skip = a.create_label();
             element_address(a, e, &mut skip)?;
-            let from = r8 + r9 * e.size as i32 + disp(e.array);
-            match e.size {
-                8 => a.mov(rax, qword_ptr(from))?,
-                4 => a.mov(eax, dword_ptr(from))?,
-                _ => a.movzx(eax, byte_ptr(from))?,
-            }
+            load_rax(a, e.size, r8 + r9 * e.size as i32 + disp(e.array))?;
             store(a, e.size, at(dst))?;
             finish(a, e, &mut skip)
         }
@@ -348,6 +337,15 @@ fn emit_op(a: &mut CodeAssembler, op: &ScalarOp, held: &Held) -> Result<(), Iced
             store_from(a, held.source(src, e.size), src, e.size, to)?;
             finish(a, e, &mut skip)
         }
+    }
+}
+
+/// Loads the `size` bytes (1, 4 or 8) at `from` into `rax`, zero-extended.
+fn load_rax(a: &mut CodeAssembler, size: u32, from: AsmMemoryOperand) -> Result<(), IcedError> {
+    match size {
+        8 => a.mov(rax, qword_ptr(from)),
+        4 => a.mov(eax, dword_ptr(from)),
+        _ => a.movzx(eax, byte_ptr(from)),
     }
 }
 
