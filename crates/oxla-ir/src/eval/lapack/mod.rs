@@ -17,13 +17,17 @@
 //! matrices `potrf`, `getrf`, `geqrf` (tall or square, full rank), `orgqr`, `syevd`, `gesdd`
 //! and `trsm` run [`super::dense`]'s blocked kernels in the matrices' own precision, and so
 //! does `geev` of every type (but complex 2x2 matrices), falling back to the general path where LAPACK's answer depends on details
-//! of the algorithm (a failing pivot, non-finite entries). The general path computes in `complex<f64>` (the real Schur form in `f64`) whatever the
+//! of the algorithm (a failing pivot, non-finite entries). `gees` takes LAPACK's own steps
+//! in the matrix's precision ([`schur`]), since a Schur form's eigenvalue order and column
+//! signs depend on them. The general path computes in `complex<f64>` whatever the
 //! element type (real data stays real: every operation on it keeps a zero imaginary part)
 //! and rounds once to the result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
 //! ... as `ui8` characters). Where LAPACK leaves a choice open (the phase of eigenvectors and
 //! singular vectors, the order of `geev`'s eigenvalues) the results are valid but may differ
 //! from LAPACK's: eigen- and singular vectors come from Jacobi rotations, general eigenvalues
 //! from shifted QR iterations.
+
+mod schur;
 
 use super::context::OpCx;
 use super::convert::convert_array;
@@ -894,15 +898,32 @@ fn gees_call(
     let (mut ts, mut zs, mut ws, mut infos) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for b in 0..batch {
         let m = &values[b * n * n..(b + 1) * n * n];
-        let (t, z, w, info) = if real {
-            let re: Vec<f64> = m.iter().map(|x| x.re).collect();
-            let (t, z, w, info) = real_schur(&re, n);
-            let lift = |v: Vec<f64>| v.into_iter().map(|x| C::new(x, 0.0)).collect::<Vec<_>>();
-            (lift(t), lift(z), w, info)
-        } else {
-            let (t, z, info) = schur(m, n);
-            let w = (0..n).map(|d| t[d * n + d]).collect();
-            (t, z, w, info)
+        let (t, z, w, info) = match et {
+            ElementType::F32 => {
+                let re: Vec<f32> = m.iter().map(|x| x.re as f32).collect();
+                lift_real_schur(schur::real_gees(&re, n, vectors), |x| x as f64)
+            }
+            ElementType::F64 => {
+                let re: Vec<f64> = m.iter().map(|x| x.re).collect();
+                lift_real_schur(schur::real_gees(&re, n, vectors), |x| x)
+            }
+            ElementType::C64 => {
+                let a: Vec<Complex<f32>> = m
+                    .iter()
+                    .map(|x| Complex::new(x.re as f32, x.im as f32))
+                    .collect();
+                let lift = |v: Vec<Complex<f32>>| {
+                    v.into_iter()
+                        .map(|x| C::new(x.re as f64, x.im as f64))
+                        .collect::<Vec<_>>()
+                };
+                let s = schur::complex_gees(&a, n, vectors);
+                (lift(s.t), lift(s.z), lift(s.w), s.info)
+            }
+            _ => {
+                let s = schur::complex_gees(m, n, vectors);
+                (s.t, s.z, s.w, s.info)
+            }
         };
         ws.extend(w);
         ts.extend(t);
@@ -925,6 +946,24 @@ fn gees_call(
     out.push(from_i32(vec![0; batch], sdim_ty)?);
     out.push(from_i32(infos, info_ty)?);
     Ok(out)
+}
+
+/// A real Schur form in `complex<f64>` parts: `T`, `Z` and the eigenvalues.
+fn lift_real_schur<T: Copy>(
+    s: schur::RealSchur<T>,
+    widen: impl Fn(T) -> f64 + Copy,
+) -> (Vec<C>, Vec<C>, Vec<C>, i32) {
+    let lift = |v: Vec<T>| {
+        v.into_iter()
+            .map(|x| C::new(widen(x), 0.0))
+            .collect::<Vec<_>>()
+    };
+    let w =
+        s.wr.iter()
+            .zip(&s.wi)
+            .map(|(&re, &im)| C::new(widen(re), widen(im)))
+            .collect();
+    (lift(s.t), lift(s.z), w, s.info)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1432,260 +1471,6 @@ fn wilkinson_shift(a: C, b: C, c: C, d: C) -> C {
     }
     let (re, im) = super::complex::div(u.re, u.im, (x + y).re, (x + y).im);
     d - u * C::new(re, im)
-}
-
-/// The real Schur form `A = Z T Z^T` of a real row-major `n x n` matrix, LAPACK `gees`
-/// style: `T` quasi upper triangular with 1x1 blocks for real eigenvalues and standardized
-/// 2x2 blocks (equal diagonal, off-diagonal entries of opposite signs) for complex pairs.
-/// Hessenberg reduction, then Francis double-shift QR. Returns `(T, Z, eigenvalues, info)`,
-/// the eigenvalues in the order of `T`'s diagonal, positive imaginary part first in a pair.
-fn real_schur(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>, Vec<C>, i32) {
-    // The Hessenberg reduction and its Q, through the complex routines (real data stays real).
-    let mut hc: Vec<C> = a.iter().map(|&x| C::new(x, 0.0)).collect();
-    let taus = gehrd(&mut hc, n);
-    let zc = hessenberg_q(&hc, &taus, n);
-    let mut h: Vec<f64> = hc.iter().map(|x| x.re).collect();
-    let mut z: Vec<f64> = zc.iter().map(|x| x.re).collect();
-    for j in 0..n {
-        for i in j + 2..n {
-            h[i * n + j] = 0.0;
-        }
-    }
-    let eps = f64::EPSILON;
-    let mut info = 0;
-    let mut hi = n as isize - 1;
-    let mut iter = 0usize;
-    let mut total = 0usize;
-    let limit = 30 * n.max(1);
-    while hi >= 0 {
-        let p = hi as usize;
-        // Find the start of the unreduced block ending at p.
-        let mut l = p;
-        while l > 0 {
-            let sub = h[l * n + l - 1].abs();
-            let diag = h[(l - 1) * n + l - 1].abs() + h[l * n + l].abs();
-            if sub <= eps * diag || sub < f64::MIN_POSITIVE {
-                h[l * n + l - 1] = 0.0;
-                break;
-            }
-            l -= 1;
-        }
-        if l == p {
-            hi -= 1;
-            iter = 0;
-            continue;
-        }
-        if l + 1 == p {
-            standardize_block(&mut h, &mut z, n, p);
-            hi -= 2;
-            iter = 0;
-            continue;
-        }
-        if total >= limit || h.iter().any(|x| !x.is_finite()) {
-            info = p as i32 + 1;
-            break;
-        }
-        total += 1;
-        iter += 1;
-        let (s, t) = if iter.is_multiple_of(10) {
-            let w = h[p * n + p - 1].abs() + h[(p - 1) * n + p - 2].abs();
-            (1.5 * w, w * w)
-        } else {
-            let (a, b, c, d) = (
-                h[(p - 1) * n + p - 1],
-                h[(p - 1) * n + p],
-                h[p * n + p - 1],
-                h[p * n + p],
-            );
-            (a + d, a * d - b * c)
-        };
-        let mut x = h[l * n + l] * h[l * n + l] + h[l * n + l + 1] * h[(l + 1) * n + l]
-            - s * h[l * n + l]
-            + t;
-        let mut y = h[(l + 1) * n + l] * (h[l * n + l] + h[(l + 1) * n + l + 1] - s);
-        let mut zz = h[(l + 1) * n + l] * h[(l + 2) * n + l + 1];
-        for k in l..p - 1 {
-            let (v, beta) = house(&[x, y, zz]);
-            let c0 = if k > l { k - 1 } else { l };
-            reflect_rows(&mut h, n, k, &v, beta, c0, n);
-            let rows = (k + 4).min(p + 1);
-            reflect_cols(&mut h, n, k, &v, beta, rows);
-            reflect_cols(&mut z, n, k, &v, beta, n);
-            if k > l {
-                h[(k + 1) * n + k - 1] = 0.0;
-                h[(k + 2) * n + k - 1] = 0.0;
-            }
-            x = h[(k + 1) * n + k];
-            y = h[(k + 2) * n + k];
-            if k + 3 <= p {
-                zz = h[(k + 3) * n + k];
-            }
-        }
-        let (v, beta) = house(&[x, y]);
-        reflect_rows(&mut h, n, p - 1, &v, beta, p - 2, n);
-        reflect_cols(&mut h, n, p - 1, &v, beta, p + 1);
-        reflect_cols(&mut z, n, p - 1, &v, beta, n);
-        h[p * n + p - 2] = 0.0;
-    }
-    let mut w = Vec::with_capacity(n);
-    let mut i = 0;
-    while i < n {
-        if i + 1 < n && h[(i + 1) * n + i] != 0.0 {
-            let re = h[i * n + i];
-            let im = h[i * n + i + 1].abs().sqrt() * h[(i + 1) * n + i].abs().sqrt();
-            w.push(C::new(re, im));
-            w.push(C::new(re, -im));
-            i += 2;
-        } else {
-            w.push(C::new(h[i * n + i], 0.0));
-            i += 1;
-        }
-    }
-    (h, z, w, info)
-}
-
-/// A Householder vector `v` (`v[0] = 1`) and `beta` with `(I - beta v v^T) x = (r, 0, ...)`.
-fn house(x: &[f64]) -> (Vec<f64>, f64) {
-    let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-    if norm == 0.0 || x[1..].iter().all(|&v| v == 0.0) {
-        let mut v = vec![0.0; x.len()];
-        v[0] = 1.0;
-        return (v, 0.0);
-    }
-    let alpha = x[0] + norm.copysign(x[0]);
-    let v: Vec<f64> = std::iter::once(1.0)
-        .chain(x[1..].iter().map(|&e| e / alpha))
-        .collect();
-    let vtv: f64 = v.iter().map(|e| e * e).sum();
-    (v, 2.0 / vtv)
-}
-
-/// Applies `I - beta v v^T` from the left to rows `r0..r0 + v.len()`, columns `c0..c1`.
-fn reflect_rows(m: &mut [f64], n: usize, r0: usize, v: &[f64], beta: f64, c0: usize, c1: usize) {
-    if beta == 0.0 {
-        return;
-    }
-    for c in c0..c1 {
-        let dot: f64 = v
-            .iter()
-            .enumerate()
-            .map(|(i, vi)| vi * m[(r0 + i) * n + c])
-            .sum();
-        for (i, vi) in v.iter().enumerate() {
-            m[(r0 + i) * n + c] -= beta * dot * vi;
-        }
-    }
-}
-
-/// Applies `I - beta v v^T` from the right to columns `c0..c0 + v.len()`, rows `0..rows`.
-fn reflect_cols(m: &mut [f64], n: usize, c0: usize, v: &[f64], beta: f64, rows: usize) {
-    if beta == 0.0 {
-        return;
-    }
-    for r in 0..rows {
-        let dot: f64 = v
-            .iter()
-            .enumerate()
-            .map(|(i, vi)| vi * m[r * n + c0 + i])
-            .sum();
-        for (i, vi) in v.iter().enumerate() {
-            m[r * n + c0 + i] -= beta * dot * vi;
-        }
-    }
-}
-
-/// Standardizes the 2x2 diagonal block at rows/columns `p - 1, p` of `h` the way LAPACK's
-/// `lanv2` does (a real pair split into a triangular block; a complex pair with equal
-/// diagonal and off-diagonal entries of opposite signs), rotating `h` and `z` to match.
-fn standardize_block(h: &mut [f64], z: &mut [f64], n: usize, p: usize) {
-    let q = p - 1;
-    let (mut a, mut b, mut c, mut d) = (h[q * n + q], h[q * n + p], h[p * n + q], h[p * n + p]);
-    let sign = |x: f64| if x >= 0.0 { 1.0 } else { -1.0 };
-    let (mut cs, mut sn) = (1.0, 0.0);
-    if c == 0.0 {
-    } else if b == 0.0 {
-        cs = 0.0;
-        sn = 1.0;
-        std::mem::swap(&mut a, &mut d);
-        b = -c;
-        c = 0.0;
-    } else if a - d == 0.0 && sign(b) != sign(c) {
-    } else {
-        let temp = a - d;
-        let half = 0.5 * temp;
-        let bcmax = b.abs().max(c.abs());
-        let bcmis = b.abs().min(c.abs()) * sign(b) * sign(c);
-        let scale = half.abs().max(bcmax);
-        let zeta = half / scale * half + bcmax / scale * bcmis;
-        if zeta >= 4.0 * f64::EPSILON {
-            // Real eigenvalues.
-            let zeta = half + (scale.sqrt() * zeta.sqrt()).copysign(half);
-            a = d + zeta;
-            d -= bcmax / zeta * bcmis;
-            let tau = c.hypot(zeta);
-            cs = zeta / tau;
-            sn = c / tau;
-            b -= c;
-            c = 0.0;
-        } else {
-            let sigma = b + c;
-            let tau = sigma.hypot(temp);
-            cs = (0.5 * (1.0 + sigma.abs() / tau)).sqrt();
-            sn = -(half / (tau * cs)) * sign(sigma);
-            let (aa, bb) = (a * cs + b * sn, -a * sn + b * cs);
-            let (cc, dd) = (c * cs + d * sn, -c * sn + d * cs);
-            a = aa * cs + cc * sn;
-            b = bb * cs + dd * sn;
-            c = -aa * sn + cc * cs;
-            d = -bb * sn + dd * cs;
-            let mid = 0.5 * (a + d);
-            a = mid;
-            d = mid;
-            if c != 0.0 {
-                if b != 0.0 {
-                    if sign(b) == sign(c) {
-                        // Real eigenvalues after all: split the block.
-                        let (sab, sac) = (b.abs().sqrt(), c.abs().sqrt());
-                        let pp = (sab * sac).copysign(c);
-                        let tau = 1.0 / (b + c).abs().sqrt();
-                        a = mid + pp;
-                        d = mid - pp;
-                        b -= c;
-                        c = 0.0;
-                        let (cs1, sn1) = (sab * tau, sac * tau);
-                        let t = cs * cs1 - sn * sn1;
-                        sn = cs * sn1 + sn * cs1;
-                        cs = t;
-                    }
-                } else {
-                    b = -c;
-                    c = 0.0;
-                    let t = cs;
-                    cs = -sn;
-                    sn = t;
-                }
-            }
-        }
-    }
-    h[q * n + q] = a;
-    h[q * n + p] = b;
-    h[p * n + q] = c;
-    h[p * n + p] = d;
-    for j in p + 1..n {
-        let (x, y) = (h[q * n + j], h[p * n + j]);
-        h[q * n + j] = cs * x + sn * y;
-        h[p * n + j] = cs * y - sn * x;
-    }
-    for r in 0..q {
-        let (x, y) = (h[r * n + q], h[r * n + p]);
-        h[r * n + q] = cs * x + sn * y;
-        h[r * n + p] = cs * y - sn * x;
-    }
-    for r in 0..n {
-        let (x, y) = (z[r * n + q], z[r * n + p]);
-        z[r * n + q] = cs * x + sn * y;
-        z[r * n + p] = cs * y - sn * x;
-    }
 }
 
 /// Applies `G^H` (see [`givens`]) to columns `k, k + 1` of rows `0..rows`.

@@ -1307,3 +1307,122 @@ fn the_shift_is_the_eigenvalue_nearer_the_corner_and_breaks_ties_as_lapack() {
     // A zero off-diagonal product leaves the corner itself.
     assert_eq!(wilkinson_shift(r(5.0), r(0.0), r(3.0), r(-1.0)), r(-1.0));
 }
+
+/// The input kinds that take each path of `gees`: plain, triangular (balancing isolates
+/// every eigenvalue), partly isolated (balancing leaves a block between), entries near
+/// underflow (scaled first) and exact complex pairs.
+fn schur_inputs(n: usize, complex: bool, tiny: f64, seed: u64) -> Vec<(&'static str, Vec<C>)> {
+    let a = random(n, n, complex, seed);
+    let mut triangular = a.clone();
+    let mut isolated = a.clone();
+    for i in 0..n {
+        for j in 0..n {
+            if i > j {
+                triangular[i * n + j] = ZERO;
+                if j == 0 || i == n - 1 {
+                    isolated[i * n + j] = ZERO;
+                }
+            }
+        }
+    }
+    let tiny = a.iter().map(|x| x * tiny).collect();
+    let mut pairs = vec![ZERO; n * n];
+    for i in (0..n.saturating_sub(1)).step_by(2) {
+        pairs[i * n + i] = C::new(1.0 + i as f64, 0.0);
+        pairs[(i + 1) * n + i + 1] = C::new(1.0 + i as f64, 0.0);
+        pairs[i * n + i + 1] = C::new(2.0, 0.0);
+        pairs[(i + 1) * n + i] = C::new(-2.0, 0.0);
+    }
+    if n % 2 == 1 {
+        pairs[n * n - 1] = C::new(3.0, 0.0);
+    }
+    // A rotation by a Householder reflector keeps the eigenvalues.
+    let v = random(n, 1, false, seed + 7);
+    let vv: f64 = v.iter().map(|x| x.norm_sqr()).sum();
+    let h: Vec<C> = (0..n * n)
+        .map(|q| {
+            let (i, j) = (q / n, q % n);
+            let d = if i == j { ONE } else { ZERO };
+            d - v[i] * v[j] * (2.0 / vv)
+        })
+        .collect();
+    let rotated = matmul(&matmul(&h, &pairs, n, n, n), &h, n, n, n);
+    vec![
+        ("random", a),
+        ("triangular", triangular),
+        ("isolated", isolated),
+        ("tiny", tiny),
+        ("pairs", rotated),
+    ]
+}
+
+#[test]
+fn gees_gives_a_schur_form_for_every_type_size_and_kind() {
+    for (et, target) in [
+        (ElementType::F32, "lapack_sgees_ffi"),
+        (ElementType::F64, "lapack_dgees_ffi"),
+        (ElementType::C64, "lapack_cgees_ffi"),
+        (ElementType::C128, "lapack_zgees_ffi"),
+    ] {
+        let complex = et.is_complex();
+        let eps = if matches!(et, ElementType::F32 | ElementType::C64) {
+            f32::EPSILON as f64
+        } else {
+            f64::EPSILON
+        };
+        for n in [1usize, 2, 3, 5, 12, 76, 90] {
+            let tiny = if eps > 1e-10 { 1e-30 } else { 1e-150 };
+            for (kind, a) in schur_inputs(n, complex, tiny, 300 + n as u64) {
+                let ni = n as i64;
+                let mut results = vec![t(&[ni, ni], et), t(&[ni, ni], et)];
+                results.extend((0..if complex { 1 } else { 2 }).map(|_| t(&[ni], et)));
+                results.extend([t(&[], ElementType::S32), t(&[], ElementType::S32)]);
+                let r = call(
+                    target,
+                    &[real_input(&[ni, ni], &a, et)],
+                    &results,
+                    &[("mode", 'V'), ("sort", 'N')],
+                )
+                .unwrap();
+                let what = format!("{target} n={n} {kind}");
+                assert_eq!(to_i32(r.last().unwrap()), vec![0], "{what}");
+                let (tm, z) = (to_c(&r[0]), to_c(&r[1]));
+                let w: Vec<C> = if complex {
+                    to_c(&r[2])
+                } else {
+                    let (wr, wi) = (to_c(&r[2]), to_c(&r[3]));
+                    wr.iter()
+                        .zip(&wi)
+                        .map(|(a, b)| C::new(a.re, b.re))
+                        .collect()
+                };
+                // Triangular (quasi-triangular with standardized blocks for real input),
+                // the eigenvalues on the diagonal.
+                let mut i = 0;
+                while i < n {
+                    for j in 0..i.saturating_sub(1) {
+                        assert_eq!(tm[i * n + j], ZERO, "{what}: below the subdiagonal");
+                    }
+                    if i + 1 < n && tm[(i + 1) * n + i] != ZERO {
+                        assert!(!complex, "{what}: a complex form is triangular");
+                        let (p, q) = (tm[i * n + i], tm[(i + 1) * n + i + 1]);
+                        assert_eq!(p, q, "{what}: block {i}");
+                        assert!(tm[i * n + i + 1].re * tm[(i + 1) * n + i].re < 0.0);
+                        assert!(w[i].im > 0.0 && w[i + 1] == w[i].conj(), "{what}");
+                        assert!((w[i].re - p.re).abs() <= 4.0 * eps * p.re.abs(), "{what}");
+                        i += 2;
+                    } else {
+                        assert_eq!(w[i], tm[i * n + i], "{what}: eigenvalue {i}");
+                        i += 1;
+                    }
+                }
+                let norm = a.iter().map(|x| x.norm()).fold(0.0, f64::max).max(1e-300);
+                let ztz = matmul(&matmul(&z, &tm, n, n, n), &adjoint(&z, n, n), n, n, n);
+                let scaled = |v: &[C]| v.iter().map(|x| x / norm).collect::<Vec<_>>();
+                let tol = 50.0 * n as f64 * eps;
+                assert_close(&scaled(&ztz), &scaled(&a), tol);
+                assert_close(&matmul(&adjoint(&z, n, n), &z, n, n, n), &identity(n), tol);
+            }
+        }
+    }
+}
