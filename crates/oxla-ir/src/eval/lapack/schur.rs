@@ -10,7 +10,10 @@
 //! balancing permutation undone on `Z` (`gebak`) and the scaling of matrices whose entries
 //! are near underflow or overflow. Up to 75 rows that is LAPACK's whole algorithm: small
 //! real matrices get LAPACK's form, while on larger ones the rounding of LAPACK's products
-//! (its BLAS's) and of these can lead the iterations apart, to another valid form. Above 75
+//! (its BLAS's) and of these can lead the iterations apart, to another valid form. Complex
+//! forms depend on rounding noise itself: after each sweep `lahqr` makes the last
+//! subdiagonal entry real by its phase, also when that entry is noise about to deflate, and
+//! that phase ends up in a column of `Z`. Above 75
 //! rows LAPACK's `hseqr` switches to its multishift QR with aggressive early deflation
 //! (`laqr0`), which is not reproduced here, so larger matrices get a valid Schur form
 //! whose eigenvalue order may differ from LAPACK's.
