@@ -18,8 +18,8 @@
 //! and `trsm` run [`super::dense`]'s blocked kernels in the matrices' own precision, and so
 //! does `geev` of every type (but complex 2x2 matrices), falling back to the general path where LAPACK's answer depends on details
 //! of the algorithm (a failing pivot, non-finite entries). `gees` takes LAPACK's own steps
-//! in the matrix's precision ([`schur`]), since a Schur form's eigenvalue order and column
-//! signs depend on them. The general path computes in `complex<f64>` whatever the
+//! ([`schur`]), real matrices in their own precision, since a Schur form's eigenvalue order
+//! and column signs depend on them, complex ones in f64. The general path computes in `complex<f64>` whatever the
 //! element type (real data stays real: every operation on it keeps a zero imaginary part)
 //! and rounds once to the result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
 //! ... as `ui8` characters). Where LAPACK leaves a choice open (the phase of eigenvectors and
@@ -907,19 +907,8 @@ fn gees_call(
                 let re: Vec<f64> = m.iter().map(|x| x.re).collect();
                 lift_real_schur(schur::real_gees(&re, n, vectors), |x| x)
             }
-            ElementType::C64 => {
-                let a: Vec<Complex<f32>> = m
-                    .iter()
-                    .map(|x| Complex::new(x.re as f32, x.im as f32))
-                    .collect();
-                let lift = |v: Vec<Complex<f32>>| {
-                    v.into_iter()
-                        .map(|x| C::new(x.re as f64, x.im as f64))
-                        .collect::<Vec<_>>()
-                };
-                let s = schur::complex_gees(&a, n, vectors);
-                (lift(s.t), lift(s.z), lift(s.w), s.info)
-            }
+            // Complex forms follow rounding noise (see `schur`), so they cannot be LAPACK's
+            // in any precision; complex<f32> matrices take the more accurate f64 iteration.
             _ => {
                 let s = schur::complex_gees(m, n, vectors);
                 (s.t, s.z, s.w, s.info)
