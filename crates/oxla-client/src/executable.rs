@@ -2010,6 +2010,54 @@ func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
             .compile(counted(1_000_000).as_bytes(), CompileOptions::default())
             .unwrap();
         assert!(!exe.executable().inner.inline);
+        // A `fori_loop` over the elements of a 1024-element vector (`v.at[i].set(..)`)
+        // updates it in place one element per trip: a thousand trips run inline, a million
+        // do not.
+        let elementwise_loop = |trips: u32| {
+            format!(
+                "
+func.func public @main(%x: tensor<1024xf32>) -> tensor<1024xf32> {{
+  %start = stablehlo.constant dense<1> : tensor<i32>
+  %n = stablehlo.constant dense<{}> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %start, %v = %x) : tensor<i32>, tensor<1024xf32>
+    cond {{
+      %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    }} do {{
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %prev = stablehlo.subtract %i, %one : tensor<i32>
+      %e = stablehlo.dynamic_slice %v, %prev, sizes = [1] : (tensor<1024xf32>, tensor<i32>) -> tensor<1xf32>
+      %half = stablehlo.constant dense<0.5> : tensor<1xf32>
+      %h = stablehlo.multiply %e, %half : tensor<1xf32>
+      %ones = stablehlo.constant dense<1.0> : tensor<1xf32>
+      %g = stablehlo.add %h, %ones : tensor<1xf32>
+      %w = stablehlo.dynamic_update_slice %v, %g, %i : (tensor<1024xf32>, tensor<1xf32>, tensor<i32>) -> tensor<1024xf32>
+      %next = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %next, %w : tensor<i32>, tensor<1024xf32>
+    }}
+  return %0#1 : tensor<1024xf32>
+}}
+",
+                trips + 1
+            )
+        };
+        let exe = client
+            .compile(elementwise_loop(1023).as_bytes(), CompileOptions::default())
+            .unwrap();
+        assert!(exe.executable().inner.inline);
+        let x: Vec<f32> = (0..1024).map(|k| 1.0 + k as f32).collect();
+        let arg =
+            Buffer::from_literal(device, oxla_ir::Literal::from_f32(&[1024], &x).unwrap()).unwrap();
+        let result = exe
+            .execute(&[vec![arg]], &ExecuteOptions::default())
+            .unwrap();
+        assert!(result.completions[0].is_ready());
+        let mut expected = x.clone();
+        for k in 1..1024 {
+            expected[k] = expected[k - 1] * 0.5 + 1.0;
+        }
+        assert_eq!(first_f32(&result), expected);
+        assert!(!inline(&elementwise_loop(1_000_000)));
     }
 
     #[test]
