@@ -62,6 +62,8 @@ fn programs(c: &mut Criterion) {
         "sumsq",
         "elementwise_chain",
         "fori_loop",
+        // `v.at[i].set(v[i - 1] * 0.5 + 1.0)` for i in 1..1024: `op_sweep.py`'s `fori_set_1k`.
+        "fori_set",
     ] {
         let (module, args) = load(name);
         let cache = PlanCache::new();

@@ -290,6 +290,9 @@ pub(crate) struct LoopProgram {
     /// operand is then a loop-carried value or one the body computed, which nothing reads
     /// after it in the iteration (not even as the next state).
     in_place: Vec<bool>,
+    /// Per slot, whether it holds a value before the first iteration (loop-carried,
+    /// captured, fixed or hoisted): the slots generated scalar code needs filled.
+    set_before: Vec<bool>,
 }
 
 /// A counted loop whose body is one register run and the counter's step: it runs chunk by
@@ -781,6 +784,11 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         let body = (body_insts.as_slice(), body_fast.as_slice());
         counted_run(counted, &state, &body_results, body, &groups, &b.slots)
     });
+    // Loop-invariant slots are captured, constant or hoisted: all set before the loop.
+    let mut set_before = b.invariant.clone();
+    for &s in &state {
+        set_before[s] = true;
+    }
     let scalar = if counted.is_none() {
         scalar_code::plan(&scalar_code::LoopParts {
             slots: &b.slots,
@@ -790,6 +798,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
             state: &state,
             body_results: &body_results,
             in_place: &in_place,
+            set_before: &set_before,
         })
     } else {
         None
@@ -812,6 +821,7 @@ pub(crate) fn compile(module: &Module, func: &Function, op: &Op) -> Option<LoopP
         state,
         captures: b.captures,
         in_place,
+        set_before,
     })
 }
 
@@ -1051,11 +1061,16 @@ impl LoopProgram {
         outer: impl Fn(ValueId) -> Option<&'v Value>,
     ) -> Option<Result<Vec<Value>, IrError>> {
         // Every slot is padded with zeros to whole cache-line blocks, whole chunks for the
-        // register runs.
-        let mut mem: Vec<Vec<Block>> = self
-            .slots
-            .iter()
-            .map(|s| vec![Block::default(); s.bytes.div_ceil(std::mem::size_of::<Block>())])
+        // register runs. Generated scalar code keeps its values in an arena of its own, so
+        // then only the slots holding values before the first iteration are made here.
+        let scalar = self.scalar.as_ref().filter(|_| super::tile_code::enabled());
+        let blocks =
+            |s: &Slot| vec![Block::default(); s.bytes.div_ceil(std::mem::size_of::<Block>())];
+        let mut mem: Vec<Vec<Block>> = (self.slots.iter().zip(&self.set_before))
+            .map(|(s, &before)| match scalar {
+                Some(_) if !before => Vec::new(),
+                _ => blocks(s),
+            })
             .collect();
         let mut regs: Vec<Lane> = vec![Lane::default(); self.registers];
         let captured = self.captures.iter().map(|&(v, s)| (outer(v), s));
@@ -1076,11 +1091,18 @@ impl LoopProgram {
         for inst in &self.hoisted {
             self.exec(inst, &mut mem);
         }
-        let scalar = self.scalar.as_ref().filter(|_| super::tile_code::enabled());
-        if let Some(states) = scalar.and_then(|plan| plan.run(&self.slots, &mem, &self.state)) {
-            let values = (self.state.iter().zip(states))
-                .map(|(&s, data)| Literal::new(self.slots[s].ty.clone(), data).map(Value::Tensor));
-            return Some(values.collect());
+        if let Some(plan) = scalar {
+            if let Some(states) = plan.run(&self.slots, &mem, &self.state) {
+                let values = (self.state.iter().zip(states)).map(|(&s, data)| {
+                    Literal::new(self.slots[s].ty.clone(), data).map(Value::Tensor)
+                });
+                return Some(values.collect());
+            }
+            for (m, (s, &before)) in mem.iter_mut().zip(self.slots.iter().zip(&self.set_before)) {
+                if !before {
+                    *m = blocks(s);
+                }
+            }
         }
         let mut carried: Vec<Vec<Block>> = self
             .copied

@@ -25,8 +25,8 @@ pub(super) struct ScalarPlan {
     code: ScalarCode,
     /// Per slot, its byte offset in the arena.
     offsets: Vec<u32>,
-    /// The slots to copy in before the code runs: every slot with an offset of its own
-    /// (those sharing an operand's offset are written by the body).
+    /// The slots to copy in before the code runs: those holding a value before the first
+    /// iteration (the arena's other bytes start as zeros, as the interpreter's slots do).
     inputs: Vec<usize>,
 }
 
@@ -39,6 +39,9 @@ pub(super) struct LoopParts<'a> {
     pub state: &'a [usize],
     pub body_results: &'a [usize],
     pub in_place: &'a [bool],
+    /// Per slot, whether it holds a value before the first iteration (a loop-carried or
+    /// captured value, a constant or what is computed from constants alone).
+    pub set_before: &'a [bool],
 }
 
 /// Arena offsets are 8-byte aligned.
@@ -71,7 +74,9 @@ pub(super) fn plan(p: &LoopParts) -> Option<ScalarPlan> {
     for (s, slot) in p.slots.iter().enumerate() {
         if shares[s].is_none() {
             offsets[s] = end;
-            inputs.push(s);
+            if p.set_before[s] {
+                inputs.push(s);
+            }
             end += align(slot.bytes.max(1));
         }
     }
