@@ -278,12 +278,14 @@ impl Executable {
             }
             // Integer guards on constants (JAX's `select(c == 0, 1, c)` around a divisor)
             // become constants, so the fused code sees a constant divisor, and the 64-bit
-            // counters of `jax.random` narrow to what they hold.
+            // counters of `jax.random` narrow to what they hold; a transpose read only by a
+            // product (`a @ b.T`) becomes part of the product, which reads it in place.
             let folded = run.phase("fold", || {
                 let mut folded = 0;
                 for m in std::iter::once(&mut module).chain(device_module.as_mut()) {
                     folded += oxla_ir::transform::fold_integer_constants(m);
                     folded += oxla_ir::transform::simplify_counters(m);
+                    folded += oxla_ir::transform::fold_transposes_into_dots(m);
                 }
                 Ok(folded)
             })?;
