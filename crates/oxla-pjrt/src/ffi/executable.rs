@@ -173,6 +173,7 @@ fn executable_handle(executable: Executable) -> Result<*mut PJRT_Executable> {
         output_dims,
         output_dim_sizes,
         cost_properties: Vec::new(),
+        signature_hlo: std::sync::OnceLock::new(),
     }))
     .cast())
 }
@@ -680,8 +681,10 @@ entry_point!(
                 PJRT_Program::STRUCT_SIZE
             )));
         }
-        let signature = signature_hlo(&handle.executable);
-        let (format, code) = match &signature {
+        let signature = handle
+            .signature_hlo
+            .get_or_init(|| signature_hlo(&handle.executable));
+        let (format, code) = match signature {
             Some(bytes) => (HLO_WITH_CONFIG_FORMAT, bytes.as_slice()),
             None => handle.executable.optimized_program(),
         };

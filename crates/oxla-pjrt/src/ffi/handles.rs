@@ -202,6 +202,9 @@ pub(crate) struct ExecutableHandle {
     pub(crate) memory_kinds: Vec<*const std::ffi::c_char>,
     pub(crate) memory_kind_sizes: Vec<usize>,
     pub(crate) cost_properties: Vec<PJRT_NamedValue>,
+    /// The signature HLO `PJRT_Executable_OptimizedProgram` returns, made on the first call
+    /// (jaxlib asks for it several times per compile: size, bytes, once per layout query).
+    pub(crate) signature_hlo: std::sync::OnceLock<Option<Vec<u8>>>,
 }
 
 /// Behind `PJRT_LoadedExecutable*`.
