@@ -187,3 +187,38 @@ fn shardy_meshes_and_shardings_read_as_their_text() {
         sharding(&main.arg_attrs[0])
     );
 }
+
+/// The innermost shared part of a location: what a call-site chain ends in.
+fn outermost_caller(loc: &Location) -> Option<&std::sync::Arc<Location>> {
+    match loc {
+        Location::Name { child: Some(c), .. } => outermost_caller(c),
+        Location::CallSite { caller, .. } => outermost_caller(caller).or(Some(caller)),
+        _ => None,
+    }
+}
+
+#[test]
+fn ops_from_one_traceback_share_its_location() {
+    // Every op of a JAX program carries its Python traceback as a call-site chain; the
+    // frames they have in common are one attribute of the file, read once and shared.
+    let module = read("elementwise.v1.17.0.mlirbc");
+    let mut ops = Vec::new();
+    for f in &module.functions {
+        all_ops(&f.body, &mut ops);
+    }
+    let callers: Vec<_> = ops
+        .iter()
+        .filter_map(|op| outermost_caller(&op.location))
+        .collect();
+    assert!(
+        callers.len() >= 2,
+        "too few ops with call sites: {}",
+        callers.len()
+    );
+    let shared = callers
+        .iter()
+        .skip(1)
+        .filter(|c| std::sync::Arc::ptr_eq(c, callers[0]))
+        .count();
+    assert!(shared > 0, "no op shares the first op's outermost frame");
+}

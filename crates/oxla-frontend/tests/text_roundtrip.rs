@@ -432,7 +432,7 @@ fn debug_locations_resolve_aliases() {
     else {
         panic!("unexpected location {:?}", sine.location);
     };
-    assert_eq!(name, "jit(<lambda>)/sin");
+    assert_eq!(&**name, "jit(<lambda>)/sin");
     let Location::CallSite { callee, .. } = child.as_ref() else {
         panic!("expected a call site, got {child:?}");
     };
@@ -443,7 +443,7 @@ fn debug_locations_resolve_aliases() {
     else {
         panic!("expected a named callee, got {callee:?}");
     };
-    assert_eq!(callee_name, "<lambda>");
+    assert_eq!(&**callee_name, "<lambda>");
     assert!(
         matches!(
             file.as_ref(),

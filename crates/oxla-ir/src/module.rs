@@ -8,6 +8,7 @@ use crate::attrs::{find_attr, Attribute, NamedAttribute};
 use crate::ops::OpKind;
 use crate::types::{FunctionType, Type};
 use std::fmt;
+use std::sync::Arc;
 
 /// Index of an SSA value in its function's value arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -21,6 +22,10 @@ impl ValueId {
 }
 
 /// Where an op or function came from in the user's source (MLIR locations).
+///
+/// The parts are shared (`Arc`): JAX gives every op a call-site chain of its Python
+/// traceback, and many ops share most of it, so cloning a location is a few reference
+/// counts, not a copy of the chain.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Location {
     /// No location.
@@ -29,7 +34,7 @@ pub enum Location {
     /// `"file":line:col`.
     FileLineCol {
         /// File name.
-        file: String,
+        file: Arc<str>,
         /// 1-based line.
         line: u32,
         /// 1-based column.
@@ -38,19 +43,19 @@ pub enum Location {
     /// `"name"(child)`: a named location, as JAX uses for op names.
     Name {
         /// The name.
-        name: String,
+        name: Arc<str>,
         /// The location it wraps, if any.
-        child: Option<Box<Location>>,
+        child: Option<Arc<Location>>,
     },
     /// `callsite(callee at caller)`.
     CallSite {
         /// The callee location.
-        callee: Box<Location>,
+        callee: Arc<Location>,
         /// The caller location.
-        caller: Box<Location>,
+        caller: Arc<Location>,
     },
     /// `fused[...]`.
-    Fused(Vec<Location>),
+    Fused(Arc<[Location]>),
 }
 
 impl fmt::Display for Location {

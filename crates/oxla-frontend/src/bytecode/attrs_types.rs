@@ -12,6 +12,7 @@ use oxla_ir::attrs::{
     Transpose,
 };
 use oxla_ir::{Attribute, ElementType, ElementsAttr, FunctionType, Location, TensorType, Type};
+use std::sync::Arc;
 
 /// The deepest nesting of attributes/types followed before giving up.
 const MAX_DEPTH: usize = 100;
@@ -393,8 +394,8 @@ impl<'s, 'a> Tables<'s, 'a> {
                 let callee = self.read_loc(c)?;
                 let caller = self.read_loc(c)?;
                 return Ok(Attr::Loc(Location::CallSite {
-                    callee: Box::new(callee),
-                    caller: Box::new(caller),
+                    callee: Arc::new(callee),
+                    caller: Arc::new(caller),
                 }));
             }
             11 => {
@@ -402,7 +403,7 @@ impl<'s, 'a> Tables<'s, 'a> {
                 let line = c.varint()?;
                 let col = c.varint()?;
                 return Ok(Attr::Loc(Location::FileLineCol {
-                    file,
+                    file: file.into(),
                     line: u32::try_from(line).unwrap_or(u32::MAX),
                     col: u32::try_from(col).unwrap_or(u32::MAX),
                 }));
@@ -416,13 +417,16 @@ impl<'s, 'a> Tables<'s, 'a> {
                 if code == 13 {
                     self.read_attr(c)?;
                 }
-                return Ok(Attr::Loc(Location::Fused(locs)));
+                return Ok(Attr::Loc(Location::Fused(locs.into())));
             }
             14 => {
                 let name = self.read_string_attr(c)?;
                 let child = self.read_loc(c)?;
-                let child = (child != Location::Unknown).then(|| Box::new(child));
-                return Ok(Attr::Loc(Location::Name { name, child }));
+                let child = (child != Location::Unknown).then(|| Arc::new(child));
+                return Ok(Attr::Loc(Location::Name {
+                    name: name.into(),
+                    child,
+                }));
             }
             15 => return Ok(Attr::Loc(Location::Unknown)),
             16 => {
@@ -481,7 +485,7 @@ impl<'s, 'a> Tables<'s, 'a> {
                         .map_or(0, |&v| u32::try_from(v).unwrap_or(u32::MAX))
                 };
                 return Ok(Attr::Loc(Location::FileLineCol {
-                    file,
+                    file: file.into(),
                     line: part(0),
                     col: part(1),
                 }));

@@ -18,6 +18,7 @@ use oxla_ir::{
     OpKind, Region, TensorType, Type, ValueId, Visibility, DYNAMIC,
 };
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Deepest nesting of regions, attributes, types and locations the parser accepts.
 pub const MAX_DEPTH: usize = 128;
@@ -1227,7 +1228,7 @@ impl<'a> Parser<'a> {
                         self.parse_u32()?;
                     }
                     Ok(Location::FileLineCol {
-                        file: name,
+                        file: name.into(),
                         line,
                         col,
                     })
@@ -1235,11 +1236,14 @@ impl<'a> Parser<'a> {
                     let child = self.parse_location_inner()?;
                     self.expect(TokKind::RParen, "')'")?;
                     Ok(Location::Name {
-                        name,
-                        child: Some(Box::new(child)),
+                        name: name.into(),
+                        child: Some(Arc::new(child)),
                     })
                 } else {
-                    Ok(Location::Name { name, child: None })
+                    Ok(Location::Name {
+                        name: name.into(),
+                        child: None,
+                    })
                 }
             }
             TokKind::Bare => match self.cur() {
@@ -1255,8 +1259,8 @@ impl<'a> Parser<'a> {
                     let caller = self.parse_location_inner()?;
                     self.expect(TokKind::RParen, "')'")?;
                     Ok(Location::CallSite {
-                        callee: Box::new(callee),
-                        caller: Box::new(caller),
+                        callee: Arc::new(callee),
+                        caller: Arc::new(caller),
                     })
                 }
                 "fused" => {
@@ -1276,7 +1280,7 @@ impl<'a> Parser<'a> {
                             self.expect(TokKind::Comma, "',' or ']'")?;
                         }
                     }
-                    Ok(Location::Fused(locs))
+                    Ok(Location::Fused(locs.into()))
                 }
                 _ => Err(self.expected("a location")),
             },

@@ -67,7 +67,7 @@ impl Builder {
 
     fn push(&mut self, mut op: Op) {
         op.location = Location::FileLineCol {
-            file: "test.mlir".to_string(),
+            file: "test.mlir".into(),
             line: self.next_line,
             col: 3,
         };
