@@ -33,6 +33,12 @@ def initialize():
     _enable_persistent_compilation_cache()
     _keep_host_cpu_backend()
     try:
+        from . import lapack
+
+        lapack.set_library_path(path)
+    except Exception as err:  # never block loading
+        logger.debug("oxla LAPACK lending unavailable: %s", err)
+    try:
         from . import lowerings
 
         lowerings.register()

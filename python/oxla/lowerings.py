@@ -63,8 +63,22 @@ def _any_eigh_implementation(rule):
     return any_implementation
 
 
+def _lending_lapack(rule):
+    """``rule`` (the cpu rule of ``schur_p``), first lending the plugin SciPy's
+    ``gees`` (see :mod:`oxla.lapack`), as JAX's cpu rule loads its LAPACK."""
+
+    @functools.wraps(rule)
+    def lending(ctx, operand, **params):
+        from . import lapack
+
+        lapack.lend()
+        return rule(ctx, operand, **params)
+
+    return lending
+
+
 #: Adjustments of the cpu rules, by primitive name.
-_ADAPTED = {"eigh_p": _any_eigh_implementation}
+_ADAPTED = {"eigh_p": _any_eigh_implementation, "schur_p": _lending_lapack}
 
 
 def _cpu_rule(mlir, linalg, prim, fallback_name, takes_prefix):

@@ -461,21 +461,90 @@ def schur_input(kind, n, dtype, seed):
     return a
 
 
+@pytest.fixture
+def own_gees():
+    """oxla's own `gees` for the test instead of SciPy's lent one (see `oxla.lapack`)."""
+    import os
+
+    from oxla import lapack
+
+    before = os.environ.get(lapack.ENV_SCIPY_LAPACK)
+    os.environ[lapack.ENV_SCIPY_LAPACK] = "0"
+    lapack.withdraw()
+    yield
+    if before is None:
+        del os.environ[lapack.ENV_SCIPY_LAPACK]
+    else:
+        os.environ[lapack.ENV_SCIPY_LAPACK] = before
+    lapack.withdraw()
+    lapack.lend()
+
+
+SCHUR_EXACT_CASES = [(n, "random") for n in (1, 2, 4, 15, 50, 76, 120)] + [
+    (n, kind) for n in (3, 30) for kind in ("triangular", "isolated", "tiny", "rotation")
+]
+
+
+@pytest.mark.parametrize("n,kind", SCHUR_EXACT_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("stype", [np.float32, np.float64, np.complex64, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_schur_is_lapacks(stype, n, kind, oxla_device, cpu_device):
+    # A Schur form is unique only up to the order of the eigenvalues and the phases of Z's
+    # columns, which LAPACK's rounding decides; oxla runs the LAPACK JAX's cpu backend
+    # runs, so T and Z are cpu's to the bit, past LAPACK's multishift threshold (75 rows)
+    # too.
+    with jax.enable_x64(np.dtype(stype) in (np.float64, np.complex128)):
+        a = schur_input(kind, n, stype, seed=7 * n + 1)
+        got, want = both(
+            jax.scipy.linalg.schur, a, oxla_device=oxla_device, cpu_device=cpu_device
+        )
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("stype", [np.float32, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_batched_schur_without_vectors_is_lapacks(stype, oxla_device, cpu_device):
+    with jax.enable_x64(np.dtype(stype) == np.complex128):
+        a = np.stack([rand((9, 9), stype, seed) for seed in range(3)])
+
+        def t_only(x):
+            return jax.lax.linalg.schur(x, compute_schur_vectors=False)[0]
+
+        got, want = both(t_only, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_schur_lowering_lends_scipy_gees(oxla_device, cpu_device):
+    # Lowering a Schur decomposition for oxla lends the plugin SciPy's gees, as JAX's cpu
+    # rule loads its LAPACK; taking the routines back makes oxla's own gees run again.
+    from oxla import lapack
+
+    lapack.withdraw()
+    assert lapack.lent() == []
+    a = rand((20, 20), np.float32, seed=5)
+    fresh = lambda x: jax.scipy.linalg.schur(x)  # noqa: E731 - a new function, lowered anew
+    got, want = both(fresh, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert lapack.lent() == list(lapack.ROUTINES)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("stype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-def test_small_real_schur_is_lapacks(stype, oxla_device, cpu_device):
-    # gees takes LAPACK's steps (balancing's permutation, the unblocked Hessenberg
-    # reduction, the double-shift QR of lahqr, lanv2's standardized blocks) in the matrix's
-    # own precision, so for small matrices the Schur form is cpu's: the eigenvalues in the
-    # same order and Z's columns with the same signs. Rounding (LAPACK's products are its
-    # BLAS's) can still lead an iteration to another form now and then, more often in
-    # float32, so most matrices, not all, must match.
+def test_own_small_real_schur_is_mostly_lapacks(stype, own_gees, oxla_device, cpu_device):
+    # oxla's own gees takes LAPACK's steps (balancing's permutation, the unblocked
+    # Hessenberg reduction, the double-shift QR of lahqr, lanv2's standardized blocks) in
+    # the matrix's own precision, so for small matrices the Schur form is mostly cpu's:
+    # the eigenvalues in the same order and Z's columns with the same signs. Rounding
+    # (LAPACK's products are its BLAS's) can still lead an iteration to another form now
+    # and then, more often in float32, so most matrices, not all, must match.
     tol = 2e-3 if stype == np.float32 else 1e-9
     matched = 0
     with jax.enable_x64(stype == np.float64):
         for seed in range(16):
             a = (rand((4, 4), stype, seed) * 3).astype(stype)
+            own = lambda x: jax.scipy.linalg.schur(x)  # noqa: E731 - lowered anew
             (t, z), (want_t, want_z) = both(
-                jax.scipy.linalg.schur, a, oxla_device=oxla_device, cpu_device=cpu_device
+                own, a, oxla_device=oxla_device, cpu_device=cpu_device
             )
             same = np.allclose(t, want_t, rtol=tol, atol=tol)
             matched += same and np.allclose(z, want_z, rtol=tol, atol=tol)
@@ -498,10 +567,11 @@ SCHUR_CASES = [(n, "random") for n in (1, 2, 5, 15, 50, 100)] + [
 
 @pytest.mark.parametrize("n,kind", SCHUR_CASES, ids=lambda c: str(c))
 @pytest.mark.parametrize("stype", SCHUR_TYPES, ids=lambda d: np.dtype(d).name)
-def test_schur_form(stype, n, kind, oxla_device, cpu_device):
-    # Larger matrices: the Schur form is not unique (the order of the eigenvalues along
-    # the diagonal, the signs or phases of Z's columns), and LAPACK's rounding (OpenBLAS's
-    # kernels) decides between forms as the iteration proceeds, so compare properties.
+def test_own_schur_form(stype, n, kind, own_gees, oxla_device, cpu_device):
+    # oxla's own gees (where no LAPACK is lent): the Schur form is not unique (the order of
+    # the eigenvalues along the diagonal, the signs or phases of Z's columns), and LAPACK's
+    # rounding (OpenBLAS's kernels) decides between forms as the iteration proceeds, so
+    # compare properties.
     with jax.enable_x64(np.dtype(stype) in (np.float64, np.complex128)):
         a = schur_input(kind, n, stype, seed=n)
         (t, z), (want_t, _) = both(

@@ -68,6 +68,7 @@ pub use collective::{
 };
 use context::OpCx;
 pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
+pub use lapack::{lend_lapack, lent_lapack, ComplexGees, LentLapack, RealGees};
 use plan::{BlockPlan, Step};
 use smallvec::SmallVec;
 use std::collections::HashMap;

@@ -18,6 +18,7 @@ mod executable;
 mod handles;
 mod host_callback;
 mod inspect_sharding;
+mod lent_lapack;
 mod types;
 mod unimplemented;
 

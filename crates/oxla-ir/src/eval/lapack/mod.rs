@@ -27,7 +27,10 @@
 //! from LAPACK's: eigen- and singular vectors come from Jacobi rotations, general eigenvalues
 //! from shifted QR iterations.
 
+mod lent;
 mod schur;
+
+pub use lent::{lend_lapack, lent_lapack, ComplexGees, LentLapack, RealGees};
 
 use super::context::OpCx;
 use super::convert::convert_array;
@@ -896,23 +899,44 @@ fn gees_call(
     let sdim_ty = expect_result(cx, 2 + w_count, batch_dims, ElementType::S32)?;
     let info_ty = expect_result(cx, 3 + w_count, batch_dims, ElementType::S32)?;
     let (mut ts, mut zs, mut ws, mut infos) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let lapack = lent::lent_lapack();
     for b in 0..batch {
         let m = &values[b * n * n..(b + 1) * n * n];
         let (t, z, w, info) = match et {
             ElementType::F32 => {
                 let re: Vec<f32> = m.iter().map(|x| x.re as f32).collect();
-                lift_real_schur(schur::real_gees(&re, n, vectors), |x| x as f64)
+                match lent::real_gees(lapack.sgees.as_deref(), &re, n, vectors) {
+                    Some(form) => lift_lent_real_schur(form),
+                    None => lift_real_schur(schur::real_gees(&re, n, vectors), |x| x as f64),
+                }
             }
             ElementType::F64 => {
                 let re: Vec<f64> = m.iter().map(|x| x.re).collect();
-                lift_real_schur(schur::real_gees(&re, n, vectors), |x| x)
+                match lent::real_gees(lapack.dgees.as_deref(), &re, n, vectors) {
+                    Some(form) => lift_lent_real_schur(form),
+                    None => lift_real_schur(schur::real_gees(&re, n, vectors), |x| x),
+                }
             }
-            // Complex forms follow rounding noise (see `schur`), so they cannot be LAPACK's
-            // in any precision; complex<f32> matrices take the more accurate f64 iteration.
-            _ => {
-                let s = schur::complex_gees(m, n, vectors);
-                (s.t, s.z, s.w, s.info)
+            ElementType::C64 if lapack.cgees.is_some() => {
+                let narrow: Vec<Complex<f32>> = m
+                    .iter()
+                    .map(|x| Complex::new(x.re as f32, x.im as f32))
+                    .collect();
+                let widen = |v: Vec<Complex<f32>>| -> Vec<C> {
+                    v.into_iter()
+                        .map(|x| C::new(x.re as f64, x.im as f64))
+                        .collect()
+                };
+                match lent::complex_gees(lapack.cgees.as_deref(), &narrow, n, vectors) {
+                    Some((t, z, w, info)) => (widen(t), widen(z), widen(w), info),
+                    None => native_complex_schur(m, n, vectors),
+                }
             }
+            ElementType::C128 => match lent::complex_gees(lapack.zgees.as_deref(), m, n, vectors) {
+                Some(form) => form,
+                None => native_complex_schur(m, n, vectors),
+            },
+            _ => native_complex_schur(m, n, vectors),
         };
         ws.extend(w);
         ts.extend(t);
@@ -935,6 +959,26 @@ fn gees_call(
     out.push(from_i32(vec![0; batch], sdim_ty)?);
     out.push(from_i32(infos, info_ty)?);
     Ok(out)
+}
+
+/// oxla's own complex Schur form. Complex forms follow rounding noise (see `schur`), so
+/// they cannot be LAPACK's in any precision; complex<f32> matrices take the more accurate
+/// f64 iteration.
+fn native_complex_schur(m: &[C], n: usize, vectors: bool) -> (Vec<C>, Vec<C>, Vec<C>, i32) {
+    let s = schur::complex_gees(m, n, vectors);
+    (s.t, s.z, s.w, s.info)
+}
+
+/// A real Schur form from a lent `gees` in `complex<f64>` parts.
+fn lift_lent_real_schur<T: Into<f64>>(form: lent::RealForm<T>) -> (Vec<C>, Vec<C>, Vec<C>, i32) {
+    let (t, z, wr, wi, info) = form;
+    let lift = |v: Vec<T>| v.into_iter().map(|x| C::new(x.into(), 0.0)).collect();
+    let w = wr
+        .into_iter()
+        .zip(wi)
+        .map(|(re, im)| C::new(re.into(), im.into()))
+        .collect();
+    (lift(t), lift(z), w, info)
 }
 
 /// A real Schur form in `complex<f64>` parts: `T`, `Z` and the eigenvalues.

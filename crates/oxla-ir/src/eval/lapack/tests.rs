@@ -1426,3 +1426,118 @@ fn gees_gives_a_schur_form_for_every_type_size_and_kind() {
         }
     }
 }
+
+/// The transpose of a square matrix of order `n`.
+fn flip<T: Copy>(a: &[T], n: usize) -> Vec<T> {
+    (0..n * n).map(|k| a[(k % n) * n + k / n]).collect()
+}
+
+/// A lent `gees` runs in place of oxla's own, in LAPACK's column-major conventions. The
+/// routines lent here are oxla's own `gees` behind those conventions, so any other test
+/// running meanwhile gets the same answers, and each counts its calls.
+#[test]
+fn gees_runs_a_lent_routine_in_lapacks_conventions() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    static REAL_CALLS: AtomicUsize = AtomicUsize::new(0);
+    static COMPLEX_CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = 6;
+    let ni = n as i64;
+    let real: Vec<f64> = noise(2 * n * n, 91);
+    let complex = [random(n, n, true, 92), random(n, n, true, 93)].concat();
+    let real_call = |mode: char| {
+        call(
+            "lapack_dgees_ffi",
+            &[f64s(&[2, ni, ni], &real)],
+            &[
+                t(&[2, ni, ni], ElementType::F64),
+                t(&[2, ni, ni], ElementType::F64),
+                t(&[2, ni], ElementType::F64),
+                t(&[2, ni], ElementType::F64),
+                t(&[2], ElementType::S32),
+                t(&[2], ElementType::S32),
+            ],
+            &[("mode", mode), ("sort", 'N')],
+        )
+        .unwrap()
+    };
+    let complex_call = || {
+        call(
+            "lapack_zgees_ffi",
+            &[c128s(&[2, ni, ni], &complex)],
+            &[
+                t(&[2, ni, ni], ElementType::C128),
+                t(&[2, ni, ni], ElementType::C128),
+                t(&[2, ni], ElementType::C128),
+                t(&[2], ElementType::S32),
+                t(&[2], ElementType::S32),
+            ],
+            &[("mode", 'V'), ("sort", 'N')],
+        )
+        .unwrap()
+    };
+    let own = (real_call('V'), real_call('N'), complex_call());
+
+    lend_lapack(|table| {
+        table.dgees = Some(Arc::new(|a: &mut [f64], n: usize, want_z: bool| {
+            REAL_CALLS.fetch_add(1, Ordering::SeqCst);
+            let s = schur::real_gees(&flip(a, n), n, want_z);
+            a.copy_from_slice(&flip(&s.t, n));
+            let z = if want_z { flip(&s.z, n) } else { Vec::new() };
+            Some((s.wr, s.wi, z, s.info))
+        }));
+        table.zgees = Some(Arc::new(|a: &mut [C], n: usize, want_z: bool| {
+            COMPLEX_CALLS.fetch_add(1, Ordering::SeqCst);
+            let s = schur::complex_gees(&flip(a, n), n, want_z);
+            a.copy_from_slice(&flip(&s.t, n));
+            let z = if want_z { flip(&s.z, n) } else { Vec::new() };
+            Some((s.w, z, s.info))
+        }));
+    });
+    let lent = (real_call('V'), real_call('N'), complex_call());
+    lend_lapack(|table| {
+        table.dgees = None;
+        table.zgees = None;
+    });
+
+    assert_eq!(REAL_CALLS.load(Ordering::SeqCst), 4);
+    assert_eq!(COMPLEX_CALLS.load(Ordering::SeqCst), 2);
+    assert_eq!(lent.0, own.0);
+    assert_eq!(lent.1, own.1);
+    assert_eq!(lent.2, own.2);
+    assert!(lent_lapack().dgees.is_none() && lent_lapack().zgees.is_none());
+}
+
+/// A lent routine that cannot run (here: it refuses every matrix) leaves the call to
+/// oxla's own `gees`.
+#[test]
+fn gees_falls_back_when_the_lent_routine_declines() {
+    use std::sync::Arc;
+    let n = 5;
+    let a: Vec<f32> = noise(n * n, 94).iter().map(|&x| x as f32).collect();
+    let run = || {
+        call(
+            "lapack_sgees_ffi",
+            &[encode(
+                &Array::F32(a.clone()),
+                TensorType::new(vec![5, 5], ElementType::F32),
+            )
+            .unwrap()],
+            &[
+                t(&[5, 5], ElementType::F32),
+                t(&[5, 5], ElementType::F32),
+                t(&[5], ElementType::F32),
+                t(&[5], ElementType::F32),
+                t(&[], ElementType::S32),
+                t(&[], ElementType::S32),
+            ],
+            &[("mode", 'V'), ("sort", 'N')],
+        )
+        .unwrap()
+    };
+    let own = run();
+    lend_lapack(|table| table.sgees = Some(Arc::new(|_: &mut [f32], _, _| None)));
+    let declined = run();
+    lend_lapack(|table| table.sgees = None);
+    assert_eq!(declined, own);
+}
