@@ -73,20 +73,15 @@ pub unsafe extern "C" fn oxla_lend_lapack_routine(
     };
     let address = routine as usize;
     std::panic::catch_unwind(move || {
-        let known = matches!(name, "sgees" | "dgees" | "cgees" | "zgees");
-        if known {
-            lend_lapack(|table| match name {
-                "sgees" => table.sgees = (address != 0).then(|| real_gees::<f32>(address)),
-                "dgees" => table.dgees = (address != 0).then(|| real_gees::<f64>(address)),
-                "cgees" => table.cgees = (address != 0).then(|| complex_gees::<f32>(address)),
-                _ => table.zgees = (address != 0).then(|| complex_gees::<f64>(address)),
-            });
+        let lent = address != 0;
+        match name {
+            "sgees" => lend_lapack(|t| t.sgees = lent.then(|| real_gees::<f32>(address))),
+            "dgees" => lend_lapack(|t| t.dgees = lent.then(|| real_gees::<f64>(address))),
+            "cgees" => lend_lapack(|t| t.cgees = lent.then(|| complex_gees::<f32>(address))),
+            "zgees" => lend_lapack(|t| t.zgees = lent.then(|| complex_gees::<f64>(address))),
+            _ => return 1,
         }
-        if known {
-            0
-        } else {
-            1
-        }
+        0
     })
     .unwrap_or(2)
 }

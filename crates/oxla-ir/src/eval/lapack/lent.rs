@@ -57,7 +57,7 @@ pub fn lent_lapack() -> LentLapack {
 }
 
 /// The transpose of the square matrix `a` of order `n`: row-major to column-major and back.
-fn transposed<T: Copy>(a: &[T], n: usize) -> Vec<T> {
+pub(super) fn transposed<T: Copy>(a: &[T], n: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(n * n);
     for j in 0..n {
         out.extend((0..n).map(|i| a[i * n + j]));

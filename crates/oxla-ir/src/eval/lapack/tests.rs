@@ -1427,11 +1427,6 @@ fn gees_gives_a_schur_form_for_every_type_size_and_kind() {
     }
 }
 
-/// The transpose of a square matrix of order `n`.
-fn flip<T: Copy>(a: &[T], n: usize) -> Vec<T> {
-    (0..n * n).map(|k| a[(k % n) * n + k / n]).collect()
-}
-
 /// A lent `gees` runs in place of oxla's own, in LAPACK's column-major conventions. The
 /// routines lent here are oxla's own `gees` behind those conventions, so any other test
 /// running meanwhile gets the same answers, and each counts its calls.
@@ -1481,16 +1476,24 @@ fn gees_runs_a_lent_routine_in_lapacks_conventions() {
     lend_lapack(|table| {
         table.dgees = Some(Arc::new(|a: &mut [f64], n: usize, want_z: bool| {
             REAL_CALLS.fetch_add(1, Ordering::SeqCst);
-            let s = schur::real_gees(&flip(a, n), n, want_z);
-            a.copy_from_slice(&flip(&s.t, n));
-            let z = if want_z { flip(&s.z, n) } else { Vec::new() };
+            let s = schur::real_gees(&lent::transposed(a, n), n, want_z);
+            a.copy_from_slice(&lent::transposed(&s.t, n));
+            let z = if want_z {
+                lent::transposed(&s.z, n)
+            } else {
+                Vec::new()
+            };
             Some((s.wr, s.wi, z, s.info))
         }));
         table.zgees = Some(Arc::new(|a: &mut [C], n: usize, want_z: bool| {
             COMPLEX_CALLS.fetch_add(1, Ordering::SeqCst);
-            let s = schur::complex_gees(&flip(a, n), n, want_z);
-            a.copy_from_slice(&flip(&s.t, n));
-            let z = if want_z { flip(&s.z, n) } else { Vec::new() };
+            let s = schur::complex_gees(&lent::transposed(a, n), n, want_z);
+            a.copy_from_slice(&lent::transposed(&s.t, n));
+            let z = if want_z {
+                lent::transposed(&s.z, n)
+            } else {
+                Vec::new()
+            };
             Some((s.w, z, s.info))
         }));
     });
