@@ -1,16 +1,19 @@
 """Lends the plugin the LAPACK routines JAX's cpu backend calls (SciPy's).
 
-A Schur form is not unique: the order of the eigenvalues along ``T``'s diagonal
-and the signs (phases) of ``Z``'s columns are decided by the rounding of every
-step of LAPACK's ``gees``, its BLAS kernels included. JAX's cpu backend and SciPy
-both run the LAPACK that SciPy ships (``scipy.linalg.cython_lapack``), so oxla
-returns their Schur form by running that same routine: before the first program
-with a Schur decomposition is lowered for oxla (the moment JAX's cpu backend
-loads its LAPACK too), :func:`lend` hands the plugin the addresses of SciPy's
-``sgees``, ``dgees``, ``cgees`` and ``zgees`` through its C entry point
-``oxla_lend_lapack_routine``. Without SciPy, with ``OXLA_SCIPY_LAPACK=0``, or
-outside Python (the Rust runtime, the C ABI), oxla's own ``gees`` runs and gives
-a valid Schur form that may differ from LAPACK's in that order and those signs.
+Where LAPACK leaves a choice open, its answer is decided by the rounding of
+every step, BLAS kernels included: the order of the eigenvalues along a Schur
+form's diagonal and of ``geev``'s eigenvalues, and the signs (phases) of the
+columns of ``Z``, of eigenvectors and of singular vectors. JAX's cpu backend and
+SciPy both run the LAPACK that SciPy ships (``scipy.linalg.cython_lapack``), so
+oxla returns their answer by running that same routine: before the first
+program with a Schur, symmetric/Hermitian or general eigen- or singular value
+decomposition is lowered for oxla (the moment JAX's cpu backend loads its
+LAPACK too), :func:`lend` hands the plugin the addresses of SciPy's ``?gees``,
+``?syevd``/``?heevd``, ``?geev``, ``?gesdd`` and ``?gesvd`` through its C entry
+point ``oxla_lend_lapack_routine``. Without SciPy, with ``OXLA_SCIPY_LAPACK=0``,
+or outside Python (the Rust runtime, the C ABI), oxla's own routines run and
+give valid decompositions that may differ from LAPACK's in that order and those
+signs.
 """
 
 from __future__ import annotations
@@ -22,11 +25,15 @@ import threading
 
 logger = logging.getLogger(__name__)
 
-#: Set to 0 to keep oxla's own ``gees`` even where SciPy's LAPACK is available.
+#: Set to 0 to keep oxla's own routines even where SciPy's LAPACK is available.
 ENV_SCIPY_LAPACK = "OXLA_SCIPY_LAPACK"
 
 #: The routines the plugin borrows.
-ROUTINES = ("sgees", "dgees", "cgees", "zgees")
+ROUTINES = tuple(
+    letter + name
+    for name in ("gees", "geev", "gesdd", "gesvd")
+    for letter in "sdcz"
+) + ("ssyevd", "dsyevd", "cheevd", "zheevd")
 
 _lock = threading.Lock()
 _state = {"library_path": None, "library": None, "lent": None}

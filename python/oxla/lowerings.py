@@ -55,6 +55,8 @@ def _any_eigh_implementation(rule):
     computed, so every one runs as the default, LAPACK's ``syevd``.
     """
 
+    rule = _lending_lapack(rule)
+
     @functools.wraps(rule)
     def any_implementation(ctx, operand, **params):
         params["algorithm"] = None
@@ -64,8 +66,9 @@ def _any_eigh_implementation(rule):
 
 
 def _lending_lapack(rule):
-    """``rule`` (the cpu rule of ``schur_p``), first lending the plugin SciPy's
-    ``gees`` (see :mod:`oxla.lapack`), as JAX's cpu rule loads its LAPACK."""
+    """``rule`` (the cpu rule of ``schur_p``, ``eig_p``, ``eigh_p`` or ``svd_p``),
+    first lending the plugin SciPy's LAPACK routines (see :mod:`oxla.lapack`), as
+    JAX's cpu rule loads its LAPACK."""
 
     @functools.wraps(rule)
     def lending(ctx, operand, **params):
@@ -78,7 +81,12 @@ def _lending_lapack(rule):
 
 
 #: Adjustments of the cpu rules, by primitive name.
-_ADAPTED = {"eigh_p": _any_eigh_implementation, "schur_p": _lending_lapack}
+_ADAPTED = {
+    "eig_p": _lending_lapack,
+    "eigh_p": _any_eigh_implementation,
+    "schur_p": _lending_lapack,
+    "svd_p": _lending_lapack,
+}
 
 
 def _cpu_rule(mlir, linalg, prim, fallback_name, takes_prefix):

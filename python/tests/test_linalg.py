@@ -4,9 +4,13 @@ On oxla these primitives lower through JAX's cpu rules to ``lapack_*_ffi``
 custom calls (see ``oxla.lowerings``), which oxla implements natively. Where
 LAPACK fixes the answer (Cholesky, LU with partial pivoting, Householder QR,
 eigenvalues, singular values, solves, determinants) the results are compared
-directly; eigenvectors and singular vectors are unique only up to a phase per
-vector, so for them the tests compare reconstructions and invariants.
+directly. Schur forms, eigenvectors and singular vectors are unique only up to
+an order and a phase per vector that LAPACK's rounding decides: with SciPy's
+LAPACK lent to the plugin (``oxla.lapack``, the default) they must be cpu's to
+the bit; oxla's own routines (the ``own_lapack`` fixture) are checked through
+reconstructions and invariants.
 """
+
 
 import numpy as np
 import pytest
@@ -72,6 +76,25 @@ def both(fn, *args, oxla_device, cpu_device):
     got = run(fn, args, oxla_device)
     want = run(fn, args, cpu_device)
     return got, want
+
+
+@pytest.fixture
+def own_lapack():
+    """oxla's own routines for the test instead of SciPy's lent ones (see `oxla.lapack`)."""
+    import os
+
+    from oxla import lapack
+
+    before = os.environ.get(lapack.ENV_SCIPY_LAPACK)
+    os.environ[lapack.ENV_SCIPY_LAPACK] = "0"
+    lapack.withdraw()
+    yield
+    if before is None:
+        del os.environ[lapack.ENV_SCIPY_LAPACK]
+    else:
+        os.environ[lapack.ENV_SCIPY_LAPACK] = before
+    lapack.withdraw()
+    lapack.lend()
 
 
 def assert_close(got, want, dtype, scale=1.0):
@@ -194,7 +217,7 @@ def test_qr(shape, mode, dtype, oxla_device, cpu_device):
 
 
 @pytest.mark.parametrize("shape", SQUARE_SHAPES, ids=str)
-def test_eigh(shape, dtype, oxla_device, cpu_device):
+def test_eigh(shape, dtype, own_lapack, oxla_device, cpu_device):
     a = hermitian(shape, dtype, seed=7)
     (w, v), (want_w, want_v) = both(
         jnp.linalg.eigh, a, oxla_device=oxla_device, cpu_device=cpu_device
@@ -212,7 +235,7 @@ def test_eigh(shape, dtype, oxla_device, cpu_device):
 
 
 @pytest.mark.parametrize("implementation", ["QR", "JACOBI", "QDWH"])
-def test_eigh_of_every_implementation(implementation, dtype, oxla_device, cpu_device):
+def test_eigh_of_every_implementation(implementation, dtype, own_lapack, oxla_device, cpu_device):
     # cpu refuses the GPU's Jacobi and the TPU's QDWH; oxla computes each as the default.
     impl = getattr(lax.linalg.EighImplementation, implementation)
     a = hermitian((3, 6, 6), dtype, seed=13)
@@ -225,7 +248,7 @@ def test_eigh_of_every_implementation(implementation, dtype, oxla_device, cpu_de
             run(lambda x: lax.linalg.eigh(x, implementation=impl), (a,), cpu_device)
 
 
-def test_eigh_complex(oxla_device, cpu_device):
+def test_eigh_complex(own_lapack, oxla_device, cpu_device):
     a = hermitian((2, 4, 4), np.complex64, seed=9)
     (w, v), (want_w, _) = both(jnp.linalg.eigh, a, oxla_device=oxla_device, cpu_device=cpu_device)
     assert w.dtype == np.float32
@@ -235,7 +258,7 @@ def test_eigh_complex(oxla_device, cpu_device):
 
 @pytest.mark.parametrize("shape", RECT_SHAPES + [(2, 3, 5, 5)], ids=str)
 @pytest.mark.parametrize("full_matrices", [False, True])
-def test_svd(shape, full_matrices, dtype, oxla_device, cpu_device):
+def test_svd(shape, full_matrices, dtype, own_lapack, oxla_device, cpu_device):
     a = rand(shape, dtype, seed=11)
     fn = lambda x: jnp.linalg.svd(x, full_matrices=full_matrices)  # noqa: E731
     (u, s, vt), (want_u, want_s, want_vt) = both(
@@ -255,7 +278,7 @@ def test_svd(shape, full_matrices, dtype, oxla_device, cpu_device):
 
 @pytest.mark.parametrize("shape", [(4, 4), (6, 3), (2, 3, 5)], ids=str)
 @pytest.mark.parametrize("full_matrices", [False, True])
-def test_svd_by_qr_iteration(shape, full_matrices, dtype, oxla_device, cpu_device):
+def test_svd_by_qr_iteration(shape, full_matrices, dtype, own_lapack, oxla_device, cpu_device):
     # `SvdAlgorithm.QR` asks for LAPACK's gesvd instead of gesdd: the same factors.
     a = rand(shape, dtype, seed=12)
     algorithm = jax.lax.linalg.SvdAlgorithm.QR
@@ -272,7 +295,7 @@ def test_svd_by_qr_iteration(shape, full_matrices, dtype, oxla_device, cpu_devic
     assert_close((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], a, dtype, scale=10)
 
 
-def test_svd_complex(oxla_device, cpu_device):
+def test_svd_complex(own_lapack, oxla_device, cpu_device):
     a = rand((2, 3, 5), np.complex64, seed=13)
     (u, s, vt), (_, want_s, _) = both(
         jnp.linalg.svd, a, oxla_device=oxla_device, cpu_device=cpu_device
@@ -304,7 +327,7 @@ def test_tridiagonal(lower, dtype, oxla_device, cpu_device):
 
 
 @pytest.mark.parametrize("shape", [(100000, 2), (2, 100000)], ids=str)
-def test_thin_svd_and_pinv_of_very_long_matrices(shape, oxla_device, cpu_device):
+def test_thin_svd_and_pinv_of_very_long_matrices(shape, own_lapack, oxla_device, cpu_device):
     # A thin decomposition only builds the first min(m, n) singular vectors: the full U of
     # a 100000 x 2 matrix would be 80 GB.
     a = rand(shape, np.float32, seed=19)
@@ -318,7 +341,7 @@ def test_thin_svd_and_pinv_of_very_long_matrices(shape, oxla_device, cpu_device)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 5, 5)], ids=str)
-def test_eig(shape, dtype, oxla_device, cpu_device):
+def test_eig(shape, dtype, own_lapack, oxla_device, cpu_device):
     a = rand(shape, dtype, seed=19)
     (w, v), (want_w, _) = both(jnp.linalg.eig, a, oxla_device=oxla_device, cpu_device=cpu_device)
     assert w.dtype == want_w.dtype and v.dtype == want_w.dtype
@@ -332,7 +355,7 @@ def test_eig(shape, dtype, oxla_device, cpu_device):
 
 
 @pytest.mark.parametrize("n", [3, 8, 16, 30, 90])
-def test_eig_of_larger_matrices(n, oxla_device, cpu_device):
+def test_eig_of_larger_matrices(n, own_lapack, oxla_device, cpu_device):
     # Past 75 rows the QR iteration runs multishift sweeps with aggressive early deflation;
     # the batch puts two matrices through it.
     a = rand((2, n, n), np.float32, seed=40 + n)
@@ -356,7 +379,7 @@ def test_eig_of_a_matrix_with_a_non_finite_entry_is_nan(value, oxla_device, cpu_
         assert np.isnan(got).all()
 
 
-def test_eig_of_a_rotation_is_imaginary(oxla_device):
+def test_eig_of_a_rotation_is_imaginary(own_lapack, oxla_device):
     a = np.array([[0.0, -2.0], [2.0, 0.0]], np.float32)
     w = run(jnp.linalg.eigvals, (a,), oxla_device)
     np.testing.assert_allclose(np.sort_complex(w), [-2j, 2j], atol=1e-6)
@@ -461,25 +484,6 @@ def schur_input(kind, n, dtype, seed):
     return a
 
 
-@pytest.fixture
-def own_gees():
-    """oxla's own `gees` for the test instead of SciPy's lent one (see `oxla.lapack`)."""
-    import os
-
-    from oxla import lapack
-
-    before = os.environ.get(lapack.ENV_SCIPY_LAPACK)
-    os.environ[lapack.ENV_SCIPY_LAPACK] = "0"
-    lapack.withdraw()
-    yield
-    if before is None:
-        del os.environ[lapack.ENV_SCIPY_LAPACK]
-    else:
-        os.environ[lapack.ENV_SCIPY_LAPACK] = before
-    lapack.withdraw()
-    lapack.lend()
-
-
 SCHUR_EXACT_CASES = [(n, "random") for n in (1, 2, 4, 15, 50, 76, 120)] + [
     (n, kind) for n in (3, 30) for kind in ("triangular", "isolated", "tiny", "rotation")
 ]
@@ -514,23 +518,127 @@ def test_batched_schur_without_vectors_is_lapacks(stype, oxla_device, cpu_device
     np.testing.assert_array_equal(got, want)
 
 
-def test_schur_lowering_lends_scipy_gees(oxla_device, cpu_device):
-    # Lowering a Schur decomposition for oxla lends the plugin SciPy's gees, as JAX's cpu
-    # rule loads its LAPACK; taking the routines back makes oxla's own gees run again.
+LOWERINGS_THAT_LEND = {
+    "schur": lambda x: jax.scipy.linalg.schur(x),
+    "eig": lambda x: jnp.linalg.eig(x),
+    "eigh": lambda x: jnp.linalg.eigh(x + x.T),
+    "svd": lambda x: jnp.linalg.svd(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOWERINGS_THAT_LEND))
+def test_lowering_lends_scipy_lapack(name, oxla_device, cpu_device):
+    # Lowering a Schur, eigen- or singular value decomposition for oxla lends the plugin
+    # SciPy's LAPACK, as JAX's cpu rule loads its LAPACK; taking the routines back makes
+    # oxla's own routines run again.
     from oxla import lapack
 
     lapack.withdraw()
     assert lapack.lent() == []
     a = rand((20, 20), np.float32, seed=5)
-    fresh = lambda x: jax.scipy.linalg.schur(x)  # noqa: E731 - a new function, lowered anew
+    fn = LOWERINGS_THAT_LEND[name]
+    fresh = lambda x: fn(x)  # noqa: E731 - a new function, lowered anew
     got, want = both(fresh, a, oxla_device=oxla_device, cpu_device=cpu_device)
     assert lapack.lent() == list(lapack.ROUTINES)
-    for g, w in zip(got, want):
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_array_equal(g, w)
 
 
+LAPACK_TYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def assert_same_bits(got, want):
+    got, want = jax.tree.leaves(got), jax.tree.leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def lapacks_answer(fn, a, oxla_device, cpu_device):
+    """Asserts oxla's answer to `fn(a)` is cpu's to the bit (x64 on for 64-bit types)."""
+    with jax.enable_x64(np.dtype(a.dtype) in (np.float64, np.complex128)):
+        got, want = both(fn, a, oxla_device=oxla_device, cpu_device=cpu_device)
+    assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 7), (40, 40), (3, 6, 6)], ids=str)
+@pytest.mark.parametrize("ltype", LAPACK_TYPES, ids=lambda d: np.dtype(d).name)
+def test_eigh_is_lapacks(ltype, shape, oxla_device, cpu_device):
+    # syevd/heevd through SciPy's LAPACK: the eigenvectors' signs are cpu's too.
+    a = hermitian(shape, ltype, seed=shape[-1] + 3)
+    lapacks_answer(jnp.linalg.eigh, a, oxla_device, cpu_device)
+    lapacks_answer(jnp.linalg.eigvalsh, a, oxla_device, cpu_device)
+
+
+SVD_MODES = {
+    "full": lambda x: jnp.linalg.svd(x, full_matrices=True),
+    "reduced": lambda x: jnp.linalg.svd(x, full_matrices=False),
+    "values": lambda x: jnp.linalg.svd(x, compute_uv=False),
+    "qr_full": lambda x: lax.linalg.svd(
+        x, full_matrices=True, algorithm=lax.linalg.SvdAlgorithm.QR
+    ),
+    "qr_reduced": lambda x: lax.linalg.svd(
+        x, full_matrices=False, algorithm=lax.linalg.SvdAlgorithm.QR
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 6), (7, 4), (4, 9), (2, 5, 3), (50, 30)], ids=str)
+@pytest.mark.parametrize("mode", sorted(SVD_MODES))
+@pytest.mark.parametrize("ltype", LAPACK_TYPES, ids=lambda d: np.dtype(d).name)
+def test_svd_is_lapacks(ltype, mode, shape, oxla_device, cpu_device):
+    # gesdd (and gesvd for the QR algorithm) through SciPy's LAPACK, every job.
+    a = rand(shape, ltype, seed=sum(shape))
+    lapacks_answer(SVD_MODES[mode], a, oxla_device, cpu_device)
+
+
+def test_thin_svd_of_a_very_long_matrix_is_lapacks(oxla_device, cpu_device):
+    a = rand((100000, 2), np.float32, seed=3)
+    lapacks_answer(SVD_MODES["reduced"], a, oxla_device, cpu_device)
+    lapacks_answer(SVD_MODES["reduced"], a.T.copy(), oxla_device, cpu_device)
+
+
+EIG_JOBS = {
+    "right": jnp.linalg.eig,
+    "values": jnp.linalg.eigvals,
+    "left_and_right": lambda x: lax.linalg.eig(
+        x, compute_left_eigenvectors=True, compute_right_eigenvectors=True
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (30, 30), (90, 90), (2, 8, 8)], ids=str)
+@pytest.mark.parametrize("job", sorted(EIG_JOBS))
+@pytest.mark.parametrize("ltype", LAPACK_TYPES, ids=lambda d: np.dtype(d).name)
+def test_eig_is_lapacks(ltype, job, shape, oxla_device, cpu_device):
+    # geev through SciPy's LAPACK: the eigenvalues in cpu's order, the vectors' phases
+    # cpu's; past 75 rows LAPACK's multishift QR runs.
+    a = rand(shape, ltype, seed=shape[-1])
+    lapacks_answer(EIG_JOBS[job], a, oxla_device, cpu_device)
+
+
+@pytest.mark.parametrize("lent", [True, False], ids=["lent", "own"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_decompositions_of_non_finite_matrices(value, lent, request, oxla_device, cpu_device):
+    a = rand((6, 6), np.float32, seed=1)
+    a[2, 3] = a[3, 2] = value
+    if lent:
+        # LAPACK's symmetric eigensolver answers with whatever its bounded iterations leave.
+        lapacks_answer(jnp.linalg.eigh, a, oxla_device, cpu_device)
+    else:
+        request.getfixturevalue("own_lapack")
+        w, v = run(jnp.linalg.eigh, (a,), oxla_device)
+        assert np.isnan(w).all() and np.isnan(v).all()
+    # No SVD (LAPACK's gesdd calls a NaN matrix illegal, which JAX turns into NaNs, and its
+    # QR sweeps are kept away from infinities) and no eigenvalues.
+    for fn in (SVD_MODES["values"], SVD_MODES["full"], SVD_MODES["qr_reduced"], jnp.linalg.eigvals):
+        for x in jax.tree.leaves(run(fn, (a,), oxla_device)):
+            assert np.isnan(x).all()
+
+
 @pytest.mark.parametrize("stype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-def test_own_small_real_schur_is_mostly_lapacks(stype, own_gees, oxla_device, cpu_device):
+def test_own_small_real_schur_is_mostly_lapacks(stype, own_lapack, oxla_device, cpu_device):
     # oxla's own gees takes LAPACK's steps (balancing's permutation, the unblocked
     # Hessenberg reduction, the double-shift QR of lahqr, lanv2's standardized blocks) in
     # the matrix's own precision, so for small matrices the Schur form is mostly cpu's:
@@ -567,7 +675,7 @@ SCHUR_CASES = [(n, "random") for n in (1, 2, 5, 15, 50, 100)] + [
 
 @pytest.mark.parametrize("n,kind", SCHUR_CASES, ids=lambda c: str(c))
 @pytest.mark.parametrize("stype", SCHUR_TYPES, ids=lambda d: np.dtype(d).name)
-def test_own_schur_form(stype, n, kind, own_gees, oxla_device, cpu_device):
+def test_own_schur_form(stype, n, kind, own_lapack, oxla_device, cpu_device):
     # oxla's own gees (where no LAPACK is lent): the Schur form is not unique (the order of
     # the eigenvalues along the diagonal, the signs or phases of Z's columns), and LAPACK's
     # rounding (OpenBLAS's kernels) decides between forms as the iteration proceeds, so

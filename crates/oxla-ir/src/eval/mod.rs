@@ -68,7 +68,10 @@ pub use collective::{
 };
 use context::OpCx;
 pub use host::{register_host_call, unregister_host_call, HostCall, HostCallHandler};
-pub use lapack::{lend_lapack, lent_lapack, ComplexGees, LentLapack, RealGees};
+pub use lapack::{
+    lend_lapack, lent_lapack, ComplexGees, ComplexGeev, LapackElement, LapackReal, LentLapack,
+    RealGees, RealGeev, Svd, Syevd,
+};
 use plan::{BlockPlan, Step};
 use smallvec::SmallVec;
 use std::collections::HashMap;

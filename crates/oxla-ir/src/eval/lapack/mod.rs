@@ -22,15 +22,21 @@
 //! and column signs depend on them, complex ones in f64. The general path computes in `complex<f64>` whatever the
 //! element type (real data stays real: every operation on it keeps a zero imaginary part)
 //! and rounds once to the result type. Attributes come from the `mhlo.backend_config` dictionary (`uplo`, `mode`,
-//! ... as `ui8` characters). Where LAPACK leaves a choice open (the phase of eigenvectors and
-//! singular vectors, the order of `geev`'s eigenvalues) the results are valid but may differ
-//! from LAPACK's: eigen- and singular vectors come from Jacobi rotations, general eigenvalues
-//! from shifted QR iterations.
+//! ... as `ui8` characters). Where LAPACK leaves a choice open (the order of a Schur form's
+//! or `geev`'s eigenvalues, the phase of eigen- and singular vectors) only LAPACK itself gives
+//! LAPACK's answer: a host process can lend its routines (`lent`: inside Python, SciPy's,
+//! the ones JAX's cpu backend runs), and `gees`, `syevd`/`heevd`, `gesdd`, `gesvd` and `geev`
+//! then call them. Without them the results are valid but may differ from LAPACK's in that
+//! order and those phases.
 
 mod lent;
+mod non_finite;
 mod schur;
 
-pub use lent::{lend_lapack, lent_lapack, ComplexGees, LentLapack, RealGees};
+pub use lent::{
+    lend_lapack, lent_lapack, ComplexGees, ComplexGeev, LapackElement, LapackReal, LentLapack,
+    RealGees, RealGeev, Svd, Syevd,
+};
 
 use super::context::OpCx;
 use super::convert::convert_array;
@@ -378,7 +384,10 @@ pub(crate) fn custom_call(cx: OpCx<'_>, args: &[&Literal]) -> Result<Vec<Literal
         Routine::Potrf => potrf_call(cx, a, &batch_dims, batch, m, n, et),
         Routine::Getrf => getrf_call(cx, a, &batch_dims, batch, m, n, et),
         Routine::Syevd => syevd_call(cx, a, &batch_dims, batch, m, n, et),
-        Routine::Gesdd => gesdd_call(cx, a, &batch_dims, batch, m, n, et),
+        Routine::Gesdd => {
+            let qr = target.ends_with("gesvd_ffi");
+            gesdd_call(cx, a, &batch_dims, batch, m, n, et, qr)
+        }
         Routine::Geqrf => geqrf_call(cx, a, &batch_dims, batch, m, n, et),
         Routine::Orgqr => orgqr_call(cx, a, args[1], &batch_dims, batch, m, n, et),
         Routine::Gehrd => gehrd_call(cx, &values()?, &batch_dims, batch, m, n, et),
@@ -597,7 +606,46 @@ fn syevd_call(
     let v_ty = expect_result(cx, 0, &with(batch_dims, &[n, n]), et)?;
     let w_ty = expect_result(cx, 1, &with(batch_dims, &[n]), real_of(et))?;
     let info_ty = expect_result(cx, 2, batch_dims, ElementType::S32)?;
-    if let Some((v, w)) = on_real!(et, syevd_real(a, batch, n, lower, vectors, v_ty, w_ty)) {
+    let lapack = lent::lent_lapack();
+    let (flags, types) = ([lower, vectors], [v_ty, w_ty, info_ty]);
+    let lent = match et {
+        ElementType::F32 => lent::syevd(lapack.ssyevd.as_deref(), a, batch, n, flags, types),
+        ElementType::F64 => lent::syevd(lapack.dsyevd.as_deref(), a, batch, n, flags, types),
+        ElementType::C64 => lent::syevd(lapack.cheevd.as_deref(), a, batch, n, flags, types),
+        ElementType::C128 => lent::syevd(lapack.zheevd.as_deref(), a, batch, n, flags, types),
+        _ => None,
+    };
+    if let Some(out) = lent {
+        return Ok(out);
+    }
+    // LAPACK's answer to a non-finite matrix is its own; oxla's routines give NaNs.
+    let bad = non_finite::matrices(a, batch, n, n, Some(lower));
+    let clean = non_finite::zeroed(a, &bad);
+    let mut out = syevd_own(
+        cx,
+        &clean,
+        batch,
+        n,
+        [lower, vectors],
+        [v_ty, w_ty, info_ty],
+    )?;
+    non_finite::poison(&mut out, &bad, &[0, 1], 2);
+    Ok(out)
+}
+
+/// oxla's own `syevd`/`heevd` (faer on real matrices, Jacobi rotations otherwise).
+fn syevd_own(
+    cx: OpCx<'_>,
+    a: &Literal,
+    batch: usize,
+    n: usize,
+    [lower, vectors]: [bool; 2],
+    [v_ty, w_ty, info_ty]: [&TensorType; 3],
+) -> Result<Vec<Literal>, IrError> {
+    if let Some((v, w)) = on_real!(
+        a.element_type(),
+        syevd_real(a, batch, n, lower, vectors, v_ty, w_ty)
+    ) {
         return Ok(vec![v, w, from_i32(vec![0; batch], info_ty)?]);
     }
     let values = &to_complex(cx, a)?;
@@ -619,6 +667,8 @@ fn syevd_call(
     ])
 }
 
+/// `gesdd`, or `gesvd` with `qr` (the same decomposition; a lent `gesvd` runs for it).
+#[allow(clippy::too_many_arguments)]
 fn gesdd_call(
     cx: OpCx<'_>,
     a: &Literal,
@@ -627,6 +677,7 @@ fn gesdd_call(
     m: usize,
     n: usize,
     et: ElementType,
+    qr: bool,
 ) -> Result<Vec<Literal>, IrError> {
     cx.expect_results(5)?;
     let mode = config_char(cx, "mode", 'A', "ASN")?;
@@ -645,8 +696,69 @@ fn gesdd_call(
         expect_result(cx, 3, &with(batch_dims, &[vt_rows, n]), et)?;
     }
     let info_ty = expect_result(cx, 4, batch_dims, ElementType::S32)?;
-    let u_len = u_ty.num_elements().unwrap_or(0);
-    let vt_len = vt_ty.num_elements().unwrap_or(0);
+    let shape = lent::SvdShape {
+        m,
+        n,
+        mode,
+        u_cols,
+        vt_rows,
+    };
+    let types = [a_ty, s_ty, u_ty, vt_ty, info_ty];
+    // A non-finite matrix has no decomposition: NaNs, as LAPACK's `info` makes them on `cpu`.
+    let bad = non_finite::matrices(a, batch, m, n, None);
+    let clean = non_finite::zeroed(a, &bad);
+    let mut out = gesdd_any(cx, &clean, batch, shape, types, qr)?;
+    let poisoned: &[usize] = if mode == 'N' { &[0, 1] } else { &[0, 1, 2, 3] };
+    non_finite::poison(&mut out, &bad, poisoned, 4);
+    Ok(out)
+}
+
+/// `gesdd` (or `gesvd` with `qr`) of matrices with finite entries: the lent routine, or
+/// oxla's own (faer on real matrices, Jacobi rotations otherwise).
+fn gesdd_any(
+    cx: OpCx<'_>,
+    a: &Literal,
+    batch: usize,
+    shape: lent::SvdShape,
+    types: [&TensorType; 5],
+    qr: bool,
+) -> Result<Vec<Literal>, IrError> {
+    let lent::SvdShape {
+        m,
+        n,
+        mode,
+        u_cols,
+        vt_rows,
+    } = shape;
+    let [a_ty, s_ty, u_ty, vt_ty, info_ty] = types;
+    let (et, k) = (a.element_type(), m.min(n));
+    let (u_len, vt_len) = (
+        u_ty.num_elements().unwrap_or(0),
+        vt_ty.num_elements().unwrap_or(0),
+    );
+    let lapack = lent::lent_lapack();
+    let lent = match et {
+        ElementType::F32 => {
+            let routine = if qr { &lapack.sgesvd } else { &lapack.sgesdd };
+            lent::svd(routine.as_deref(), a, batch, shape, types)
+        }
+        ElementType::F64 => {
+            let routine = if qr { &lapack.dgesvd } else { &lapack.dgesdd };
+            lent::svd(routine.as_deref(), a, batch, shape, types)
+        }
+        ElementType::C64 => {
+            let routine = if qr { &lapack.cgesvd } else { &lapack.cgesdd };
+            lent::svd(routine.as_deref(), a, batch, shape, types)
+        }
+        ElementType::C128 => {
+            let routine = if qr { &lapack.zgesvd } else { &lapack.zgesdd };
+            lent::svd(routine.as_deref(), a, batch, shape, types)
+        }
+        _ => None,
+    };
+    if let Some(out) = lent {
+        return Ok(out);
+    }
     if let Some((s, u, vt)) = on_real!(et, gesdd_real(a, batch, m, n, mode, [s_ty, u_ty, vt_ty])) {
         return Ok(vec![
             a.clone(),
@@ -826,6 +938,18 @@ fn geev_call(
     tys.push(expect_result(cx, w_count + 1, &v_shape, complex_of(et))?);
     let info_ty = expect_result(cx, w_count + 2, batch_dims, ElementType::S32)?;
     let wants = [left, right];
+    let lapack = lent::lent_lapack();
+    let all: Vec<&TensorType> = tys.iter().copied().chain([info_ty]).collect();
+    let lent = match et {
+        ElementType::F32 => lent::real_geev(lapack.sgeev.as_deref(), a, batch, n, wants, &all),
+        ElementType::F64 => lent::real_geev(lapack.dgeev.as_deref(), a, batch, n, wants, &all),
+        ElementType::C64 => lent::complex_geev(lapack.cgeev.as_deref(), a, batch, n, wants, &all),
+        ElementType::C128 => lent::complex_geev(lapack.zgeev.as_deref(), a, batch, n, wants, &all),
+        _ => None,
+    };
+    if let Some(out) = lent {
+        return Ok(out);
+    }
     // A complex 2x2 matrix's two eigenvalues come in the order of LAPACK's first shift,
     // which the general path follows (`rsf2csf` rotates each block by the first); faer's
     // iteration may return them the other way round.

@@ -1476,10 +1476,10 @@ fn gees_runs_a_lent_routine_in_lapacks_conventions() {
     lend_lapack(|table| {
         table.dgees = Some(Arc::new(|a: &mut [f64], n: usize, want_z: bool| {
             REAL_CALLS.fetch_add(1, Ordering::SeqCst);
-            let s = schur::real_gees(&lent::transposed(a, n), n, want_z);
-            a.copy_from_slice(&lent::transposed(&s.t, n));
+            let s = schur::real_gees(&lent::transposed(a, n, n), n, want_z);
+            a.copy_from_slice(&lent::transposed(&s.t, n, n));
             let z = if want_z {
-                lent::transposed(&s.z, n)
+                lent::transposed(&s.z, n, n)
             } else {
                 Vec::new()
             };
@@ -1487,10 +1487,10 @@ fn gees_runs_a_lent_routine_in_lapacks_conventions() {
         }));
         table.zgees = Some(Arc::new(|a: &mut [C], n: usize, want_z: bool| {
             COMPLEX_CALLS.fetch_add(1, Ordering::SeqCst);
-            let s = schur::complex_gees(&lent::transposed(a, n), n, want_z);
-            a.copy_from_slice(&lent::transposed(&s.t, n));
+            let s = schur::complex_gees(&lent::transposed(a, n, n), n, want_z);
+            a.copy_from_slice(&lent::transposed(&s.t, n, n));
             let z = if want_z {
-                lent::transposed(&s.z, n)
+                lent::transposed(&s.z, n, n)
             } else {
                 Vec::new()
             };
@@ -1543,4 +1543,228 @@ fn gees_falls_back_when_the_lent_routine_declines() {
     let declined = run();
     lend_lapack(|table| table.sgees = None);
     assert_eq!(declined, own);
+}
+
+/// The `f64` elements of a literal.
+fn f64_values(lit: &Literal) -> Vec<f64> {
+    f64::read(&lit.data)
+}
+
+/// A lent `syevd` sees each matrix column-major, and what it leaves in the matrix comes
+/// back row-major, with its eigenvalues and info, per batch element.
+#[test]
+fn lent_syevd_sees_lapacks_layout() {
+    let n = 3;
+    let a: Vec<f64> = (0..2 * n * n).map(|i| i as f64).collect();
+    static SEEN: std::sync::Mutex<Vec<Vec<f64>>> = std::sync::Mutex::new(Vec::new());
+    let fake = |m: &mut [f64], n: usize, vectors: bool, lower: bool| {
+        assert!(vectors && !lower);
+        SEEN.lock().unwrap().push(m.to_vec());
+        let w: Vec<f64> = (0..n).map(|i| m[i * n + i]).collect();
+        for (i, x) in m.iter_mut().enumerate() {
+            *x = 1000.0 + i as f64;
+        }
+        Some((w, 7))
+    };
+    let (v_ty, w_ty, info_ty) = (
+        TensorType::new([2, 3, 3], ElementType::F64),
+        TensorType::new([2, 3], ElementType::F64),
+        TensorType::new([2], ElementType::S32),
+    );
+    let out = lent::syevd(
+        Some(&fake),
+        &f64s(&[2, 3, 3], &a),
+        2,
+        n,
+        [false, true],
+        [&v_ty, &w_ty, &info_ty],
+    )
+    .unwrap();
+    let seen = SEEN.lock().unwrap();
+    for (b, m) in seen.iter().enumerate() {
+        for (r, c) in (0..n).flat_map(|r| (0..n).map(move |c| (r, c))) {
+            assert_eq!(m[c * n + r], a[b * n * n + r * n + c]);
+        }
+    }
+    let v = f64_values(&out[0]);
+    for (r, c) in (0..n).flat_map(|r| (0..n).map(move |c| (r, c))) {
+        assert_eq!(v[r * n + c], 1000.0 + (c * n + r) as f64);
+        assert_eq!(v[n * n + r * n + c], 1000.0 + (c * n + r) as f64);
+    }
+    assert_eq!(f64_values(&out[1]), [0.0, 4.0, 8.0, 9.0, 13.0, 17.0]);
+    assert_eq!(
+        &out[2].data[..],
+        &[7i32, 7]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect::<Vec<_>>()[..]
+    );
+}
+
+/// A matrix with a NaN or an infinity among the entries a routine reads has no symmetric
+/// eigen- or singular value decomposition: NaN results and `info = -4`, while the batch's
+/// other matrices are decomposed as they are alone.
+#[test]
+fn decompositions_of_non_finite_matrices_are_nan() {
+    let f = |shape: &[i64]| t(shape, ElementType::F64);
+    let eig_types = [f(&[2, 2, 2]), f(&[2, 2]), t(&[2], ElementType::S32)];
+    let lower = [("mode", 'V'), ("uplo", 'L')];
+    // The infinity is in the lower triangle the routine reads; the NaN is not.
+    let a = f64s(
+        &[2, 2, 2],
+        &[1.0, 0.0, f64::INFINITY, 2.0, 3.0, f64::NAN, 1.0, 4.0],
+    );
+    let r = call("lapack_dsyevd_ffi", &[a], &eig_types, &lower).unwrap();
+    let alone = f64s(&[2, 2], &[3.0, 0.0, 1.0, 4.0]);
+    let one = [f(&[2, 2]), f(&[2]), t(&[], ElementType::S32)];
+    let want = call("lapack_dsyevd_ffi", &[alone], &one, &lower).unwrap();
+    assert_eq!(to_i32(&r[2]), vec![-4, 0]);
+    let (v, w) = (to_f64(&r[0]), to_f64(&r[1]));
+    assert!(
+        v[..4].iter().chain(&w[..2]).all(|x| x.is_nan()),
+        "{v:?} {w:?}"
+    );
+    let close = |x: &[f64], y: &[f64]| x.iter().zip(y).all(|(x, y)| (x - y).abs() < 1e-12);
+    assert!(close(&v[4..], &to_f64(&want[0])), "{v:?}");
+    assert!(close(&w[2..], &to_f64(&want[1])), "{w:?}");
+
+    let svd_types = [
+        f(&[2, 2, 2]),
+        f(&[2, 2]),
+        f(&[2, 2, 2]),
+        f(&[2, 2, 2]),
+        t(&[2], ElementType::S32),
+    ];
+    let a = f64s(&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 1.0, f64::NAN, 0.0, 1.0]);
+    let r = call("lapack_dgesdd_ffi", &[a], &svd_types, &[("mode", 'A')]).unwrap();
+    let alone = f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let one = [
+        f(&[2, 2]),
+        f(&[2]),
+        f(&[2, 2]),
+        f(&[2, 2]),
+        t(&[], ElementType::S32),
+    ];
+    let want = call("lapack_dgesdd_ffi", &[alone], &one, &[("mode", 'A')]).unwrap();
+    assert_eq!(to_i32(&r[4]), vec![0, -4]);
+    for (k, per) in [(0, 4), (1, 2), (2, 4), (3, 4)] {
+        let got = to_f64(&r[k]);
+        assert!(close(&got[..per], &to_f64(&want[k])), "result {k}: {got:?}");
+        assert!(got[per..].iter().all(|x| x.is_nan()), "result {k}: {got:?}");
+    }
+}
+
+/// A lent SVD of a wide matrix: the input column-major (lda = m), `u` (m x min(m, n)) and
+/// `vt` (ldvt x n) read back column-major; without vectors `ldvt` is the placeholder's
+/// rows and `u`, `vt` are zeros.
+#[test]
+fn lent_svd_sees_lapacks_layout() {
+    let (m, n) = (2, 3);
+    let a: Vec<f64> = (0..m * n).map(|i| i as f64).collect();
+    let fake = |x: &mut [f64], m: usize, n: usize, mode: u8, ldvt: usize| {
+        for (r, c) in (0..m).flat_map(|r| (0..n).map(move |c| (r, c))) {
+            assert_eq!(x[c * m + r], (r * n + c) as f64);
+        }
+        assert_eq!(ldvt, if mode == b'N' { 3 } else { 2 });
+        x.iter_mut().for_each(|v| *v = -*v);
+        let u = (0..m * m).map(|i| 10.0 + i as f64).collect();
+        let vt = (0..ldvt * n).map(|i| 100.0 + i as f64).collect();
+        Some((vec![5.0, 4.0], u, vt, 0))
+    };
+    let ty = |shape: &[i64], et| TensorType::new(shape, et);
+    let (a_ty, s_ty, info_ty) = (
+        ty(&[2, 3], ElementType::F64),
+        ty(&[2], ElementType::F64),
+        ty(&[], ElementType::S32),
+    );
+    let (u_ty, vt_ty) = (ty(&[2, 2], ElementType::F64), ty(&[2, 3], ElementType::F64));
+    let shape = lent::SvdShape {
+        m,
+        n,
+        mode: 'S',
+        u_cols: 2,
+        vt_rows: 2,
+    };
+    let types = [&a_ty, &s_ty, &u_ty, &vt_ty, &info_ty];
+    let out = lent::svd(Some(&fake), &f64s(&[2, 3], &a), 1, shape, types).unwrap();
+    assert_eq!(f64_values(&out[0]), [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0]);
+    assert_eq!(f64_values(&out[1]), [5.0, 4.0]);
+    assert_eq!(f64_values(&out[2]), [10.0, 12.0, 11.0, 13.0]);
+    assert_eq!(
+        f64_values(&out[3]),
+        [100.0, 102.0, 104.0, 101.0, 103.0, 105.0]
+    );
+
+    let vt_placeholder = ty(&[3, 3], ElementType::F64);
+    let none = lent::SvdShape {
+        mode: 'N',
+        u_cols: 0,
+        vt_rows: 0,
+        ..shape
+    };
+    let types = [&a_ty, &s_ty, &u_ty, &vt_placeholder, &info_ty];
+    let out = lent::svd(Some(&fake), &f64s(&[2, 3], &a), 1, none, types).unwrap();
+    assert_eq!(f64_values(&out[2]), [0.0; 4]);
+    assert_eq!(f64_values(&out[3]), [0.0; 9]);
+}
+
+/// A lent real `geev`'s packed eigenvectors come back as complex columns (a pair as
+/// `re ± i im`), row-major; a matrix with a non-finite entry is not decomposed (info -4,
+/// as JAX's cpu kernel reports), and vectors not asked for are zeros.
+#[test]
+fn lent_real_geev_unpacks_eigenvector_pairs() {
+    let n = 3;
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let fake = |_: &mut [f64], n: usize, left: bool, right: bool| {
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert!(!left && right);
+        // Columns: (1, 2, 3) and (4, 5, 6) the pair, (7, 8, 9) a real vector.
+        let vr: Vec<f64> = (1..=9).map(f64::from).collect();
+        Some((
+            vec![1.0, 1.0, 3.0],
+            vec![2.0, -2.0, 0.0],
+            vec![0.0; n * n],
+            vr,
+            0,
+        ))
+    };
+    let mut a: Vec<f64> = (0..2 * n * n).map(|i| i as f64).collect();
+    a[n * n + 4] = f64::INFINITY;
+    let ty = |shape: &[i64], et| TensorType::new(shape, et);
+    let tys = [
+        ty(&[2, 3], ElementType::F64),
+        ty(&[2, 3], ElementType::F64),
+        ty(&[2, 3, 3], ElementType::C128),
+        ty(&[2, 3, 3], ElementType::C128),
+        ty(&[2], ElementType::S32),
+    ];
+    let refs: Vec<&TensorType> = tys.iter().collect();
+    let out = lent::real_geev(
+        Some(&fake),
+        &f64s(&[2, 3, 3], &a),
+        2,
+        n,
+        [false, true],
+        &refs,
+    )
+    .unwrap();
+    assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let vr = to_c(&out[3]);
+    let expect = [
+        [C::new(1.0, 4.0), C::new(1.0, -4.0), C::new(7.0, 0.0)],
+        [C::new(2.0, 5.0), C::new(2.0, -5.0), C::new(8.0, 0.0)],
+        [C::new(3.0, 6.0), C::new(3.0, -6.0), C::new(9.0, 0.0)],
+    ];
+    for r in 0..n {
+        assert_eq!(vr[r * n..(r + 1) * n], expect[r]);
+    }
+    assert!(vr[n * n..].iter().all(|z| *z == C::new(0.0, 0.0)));
+    assert!(to_c(&out[2]).iter().all(|z| *z == C::new(0.0, 0.0)));
+    assert_eq!(
+        &out[4].data[..],
+        &[0i32, -4]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect::<Vec<_>>()[..]
+    );
 }

@@ -1,14 +1,9 @@
-//! `oxla_lend_lapack_routine`: the C entry point through which the Python package lends
-//! the evaluator LAPACK routines of its process (SciPy's, the ones JAX's cpu backend
-//! calls), so that results LAPACK alone determines, such as a Schur form, are that
-//! LAPACK's (see `oxla_ir::eval::lend_lapack`).
-//!
-//! A lent routine is called with the argument list of SciPy's `cython_lapack`: every
-//! argument by pointer, `int` integers, no hidden string lengths.
+//! `?gees`: Schur forms.
 
+use super::{order, workspace, Real};
 use num_complex::Complex;
-use oxla_ir::eval::{lend_lapack, ComplexGees, RealGees};
-use std::ffi::{c_char, c_int, c_void, CStr};
+use oxla_ir::eval::{ComplexGees, RealGees};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 /// `?gees` of a real type: `(jobvs, sort, select, n, a, lda, sdim, wr, wi, vs, ldvs, work,
@@ -51,61 +46,12 @@ type ComplexGeesFn<T> = unsafe extern "C" fn(
     *mut c_int,
 );
 
-/// Lends `routine` as the LAPACK routine named by the NUL-terminated `name` (`sgees`,
-/// `dgees`, `cgees`, `zgees`), or takes the lent one back when `routine` is null.
-/// Returns 0 on success, 1 for a name oxla does not borrow, 2 for a null or non-UTF-8 name.
+/// The lent real `gees` at `address` as the evaluator calls it.
 ///
 /// # Safety
-/// `name` must be null or a NUL-terminated string. A non-null `routine` must be the named
-/// LAPACK routine with the argument list of SciPy's `cython_lapack`, callable from any
-/// thread for the life of the process.
-#[no_mangle]
-pub unsafe extern "C" fn oxla_lend_lapack_routine(
-    name: *const c_char,
-    routine: *const c_void,
-) -> i32 {
-    if name.is_null() {
-        return 2;
-    }
-    // SAFETY: the caller promised a NUL-terminated string.
-    let Ok(name) = unsafe { CStr::from_ptr(name) }.to_str() else {
-        return 2;
-    };
-    let address = routine as usize;
-    std::panic::catch_unwind(move || {
-        let lent = address != 0;
-        match name {
-            "sgees" => lend_lapack(|t| t.sgees = lent.then(|| real_gees::<f32>(address))),
-            "dgees" => lend_lapack(|t| t.dgees = lent.then(|| real_gees::<f64>(address))),
-            "cgees" => lend_lapack(|t| t.cgees = lent.then(|| complex_gees::<f32>(address))),
-            "zgees" => lend_lapack(|t| t.zgees = lent.then(|| complex_gees::<f64>(address))),
-            _ => return 1,
-        }
-        0
-    })
-    .unwrap_or(2)
-}
-
-/// The order as LAPACK's integer.
-fn order(n: usize) -> Option<c_int> {
-    c_int::try_from(n).ok().filter(|&n| n > 0)
-}
-
-/// The workspace size a routine's query asked for (`work[0]`), at least `least`.
-fn workspace(asked: f64, least: usize) -> Option<c_int> {
-    let n = asked.max(least as f64).ceil();
-    (n.is_finite() && n <= c_int::MAX as f64).then_some(n as c_int)
-}
-
-/// A real type LAPACK works in.
-trait Real: Copy + Default + Into<f64> + Send + Sync + 'static {}
-impl Real for f32 {}
-impl Real for f64 {}
-
-/// The lent real `gees` at `address` as the evaluator calls it.
-fn real_gees<T: Real>(address: usize) -> Arc<RealGees<T>> {
-    // SAFETY: `oxla_lend_lapack_routine`'s caller promised that a non-null routine lent
-    // under this type's name has this signature.
+/// `address` must be a real `?gees` of element type `T`, as `oxla_lend_lapack_routine` asks.
+pub(super) unsafe fn real<T: Real>(address: usize) -> Arc<RealGees<T>> {
+    // SAFETY: the caller promised a routine of this signature at `address`.
     let gees: RealGeesFn<T> =
         unsafe { std::mem::transmute::<*const c_void, RealGeesFn<T>>(address as *const c_void) };
     Arc::new(move |a: &mut [T], n: usize, want_z: bool| {
@@ -157,9 +103,12 @@ fn real_gees<T: Real>(address: usize) -> Arc<RealGees<T>> {
 }
 
 /// The lent complex `gees` at `address` as the evaluator calls it.
-fn complex_gees<T: Real>(address: usize) -> Arc<ComplexGees<T>> {
-    // SAFETY: `oxla_lend_lapack_routine`'s caller promised that a non-null routine lent
-    // under this type's name has this signature.
+///
+/// # Safety
+/// `address` must be a complex `?gees` of element type `Complex<T>`, as
+/// `oxla_lend_lapack_routine` asks.
+pub(super) unsafe fn complex<T: Real>(address: usize) -> Arc<ComplexGees<T>> {
+    // SAFETY: the caller promised a routine of this signature at `address`.
     let gees: ComplexGeesFn<T> =
         unsafe { std::mem::transmute::<*const c_void, ComplexGeesFn<T>>(address as *const c_void) };
     Arc::new(move |a: &mut [Complex<T>], n: usize, want_z: bool| {
