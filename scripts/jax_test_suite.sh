@@ -33,6 +33,7 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 out="${OXLA_SUITE_OUT:-$OXLA_ROOT/target/jax-suite}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"  # the runs below start in the checkout
 python="${PYTHON:-python3}"
 "$python" -m pip install -q absl-py hypothesis flatbuffers pytest pytest-xdist pytest-timeout >/dev/null
 
