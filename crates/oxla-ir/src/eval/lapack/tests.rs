@@ -1654,6 +1654,43 @@ fn decompositions_of_non_finite_matrices_are_nan() {
     }
 }
 
+/// A complex entry is finite only when both of its parts are: a NaN imaginary part alone
+/// makes a Hermitian matrix's decomposition NaN, in the upper triangle when that is read.
+#[test]
+fn a_complex_matrix_with_a_nan_imaginary_part_has_no_decomposition() {
+    let c = |re: f64, im: f64| C::new(re, im);
+    let a = c128s(
+        &[2, 2],
+        &[c(2.0, 0.0), c(1.0, f64::NAN), c(1.0, 0.0), c(3.0, 0.0)],
+    );
+    let types = [
+        t(&[2, 2], ElementType::C128),
+        t(&[2], ElementType::F64),
+        t(&[], ElementType::S32),
+    ];
+    let upper = call(
+        "lapack_zheevd_ffi",
+        std::slice::from_ref(&a),
+        &types,
+        &[("mode", 'V'), ("uplo", 'U')],
+    );
+    let upper = upper.unwrap();
+    assert_eq!(to_i32(&upper[2]), vec![-4]);
+    assert!(to_f64(&upper[1]).iter().all(|x| x.is_nan()));
+    assert!(to_c(&upper[0])
+        .iter()
+        .all(|x| x.re.is_nan() && x.im.is_nan()));
+    let lower = call(
+        "lapack_zheevd_ffi",
+        &[a],
+        &types,
+        &[("mode", 'V'), ("uplo", 'L')],
+    );
+    let lower = lower.unwrap();
+    assert_eq!(to_i32(&lower[2]), vec![0]);
+    assert!(to_f64(&lower[1]).iter().all(|x| x.is_finite()));
+}
+
 /// A lent SVD of a wide matrix: the input column-major (lda = m), `u` (m x min(m, n)) and
 /// `vt` (ldvt x n) read back column-major; without vectors `ldvt` is the placeholder's
 /// rows and `u`, `vt` are zeros.
