@@ -1,6 +1,6 @@
 //! `?syevd`/`?heevd` (symmetric and Hermitian eigenproblems) and `?geev` (general ones).
 
-use super::{job, order, size, workspace, Real};
+use super::{job, order, query_then_call, size, Real};
 use num_complex::Complex;
 use oxla_ir::eval::{ComplexGeev, LapackElement, RealGeev, Syevd};
 use std::ffi::{c_char, c_int, c_void};
@@ -209,8 +209,7 @@ pub(super) unsafe fn real_geev<T: Real>(address: usize) -> Arc<RealGeev<T>> {
         let (mut wr, mut wi) = (vec![T::default(); n], vec![T::default(); n]);
         let (mut vl, mut vr) = (vec![T::default(); n * n], vec![T::default(); n * n]);
         let mut info: c_int = 0;
-        let mut query = [T::default()];
-        let mut call = |work: &mut [T], lwork: c_int, info: &mut c_int| {
+        query_then_call(1, |work: &mut [T], lwork: c_int, _query: bool| {
             // SAFETY: `a`, `vl` and `vr` hold n*n elements (lda = ldvl = ldvr = n), `wr`
             // and `wi` n each, `work` lwork elements or one for the query (lwork = -1).
             unsafe {
@@ -228,14 +227,10 @@ pub(super) unsafe fn real_geev<T: Real>(address: usize) -> Arc<RealGeev<T>> {
                     &ni,
                     work.as_mut_ptr(),
                     &lwork,
-                    info,
+                    &mut info,
                 )
             }
-        };
-        call(&mut query, -1, &mut info);
-        let lwork = workspace(query[0].into(), 1)?;
-        let mut work = vec![T::default(); lwork as usize];
-        call(&mut work, lwork, &mut info);
+        })?;
         Some((wr, wi, vl, vr, info))
     })
 }
@@ -262,8 +257,7 @@ pub(super) unsafe fn complex_geev<T: Real>(address: usize) -> Arc<ComplexGeev<T>
             let (mut vl, mut vr) = (vec![zero; n * n], vec![zero; n * n]);
             let mut rwork = vec![T::default(); 2 * n];
             let mut info: c_int = 0;
-            let mut query = [zero];
-            let mut call = |work: &mut [Complex<T>], lwork: c_int, info: &mut c_int| {
+            query_then_call(1, |work: &mut [Complex<T>], lwork: c_int, _query: bool| {
                 // SAFETY: `a`, `vl` and `vr` hold n*n elements (lda = ldvl = ldvr = n), `w` n,
                 // `rwork` 2n, `work` lwork elements or one for the query (lwork = -1).
                 unsafe {
@@ -281,14 +275,10 @@ pub(super) unsafe fn complex_geev<T: Real>(address: usize) -> Arc<ComplexGeev<T>
                         work.as_mut_ptr(),
                         &lwork,
                         rwork.as_mut_ptr(),
-                        info,
+                        &mut info,
                     )
                 }
-            };
-            call(&mut query, -1, &mut info);
-            let lwork = workspace(query[0].re.into(), 1)?;
-            let mut work = vec![zero; lwork as usize];
-            call(&mut work, lwork, &mut info);
+            })?;
             Some((w, vl, vr, info))
         },
     )

@@ -1,6 +1,6 @@
 //! `?gees`: Schur forms.
 
-use super::{order, workspace, Real};
+use super::{order, query_then_call, Real};
 use num_complex::Complex;
 use oxla_ir::eval::{ComplexGees, RealGees};
 use std::ffi::{c_char, c_int, c_void};
@@ -66,8 +66,7 @@ pub(super) unsafe fn real<T: Real>(address: usize) -> Arc<RealGees<T>> {
         let ldvs: c_int = if want_z { ni } else { 1 };
         let mut bwork = vec![0 as c_int; n];
         let (mut sdim, mut info) = (0 as c_int, 0 as c_int);
-        let mut query = [T::default()];
-        let mut call = |work: &mut [T], lwork: c_int, info: &mut c_int| {
+        query_then_call(3 * n, |work: &mut [T], lwork: c_int, _query: bool| {
             // SAFETY: every pointer is valid for what LAPACK reads and writes: `a` holds
             // n*n elements (lda = n), `wr`, `wi` and `bwork` n each, `vs` n*n when vectors
             // are asked for (ldvs = n) and is not referenced otherwise (ldvs = 1), `work`
@@ -89,14 +88,10 @@ pub(super) unsafe fn real<T: Real>(address: usize) -> Arc<RealGees<T>> {
                     work.as_mut_ptr(),
                     &lwork,
                     bwork.as_mut_ptr(),
-                    info,
+                    &mut info,
                 )
             }
-        };
-        call(&mut query, -1, &mut info);
-        let lwork = workspace(query[0].into(), 3 * n)?;
-        let mut work = vec![T::default(); lwork as usize];
-        call(&mut work, lwork, &mut info);
+        })?;
         let z = if want_z { vs } else { Vec::new() };
         Some((wr, wi, z, info))
     })
@@ -125,37 +120,35 @@ pub(super) unsafe fn complex<T: Real>(address: usize) -> Arc<ComplexGees<T>> {
         let mut rwork = vec![T::default(); n];
         let mut bwork = vec![0 as c_int; n];
         let (mut sdim, mut info) = (0 as c_int, 0 as c_int);
-        let mut query = [zero];
-        let mut call = |work: &mut [Complex<T>], lwork: c_int, info: &mut c_int| {
-            // SAFETY: every pointer is valid for what LAPACK reads and writes: `a` holds
-            // n*n elements (lda = n), `w`, `rwork` and `bwork` n each, `vs` n*n when
-            // vectors are asked for (ldvs = n) and is not referenced otherwise (ldvs = 1),
-            // `work` lwork elements or one for the query (lwork = -1); `select` is not
-            // referenced with sort = 'N'.
-            unsafe {
-                gees(
-                    &jobvs,
-                    &sort,
-                    std::ptr::null(),
-                    &ni,
-                    a.as_mut_ptr(),
-                    &ni,
-                    &mut sdim,
-                    w.as_mut_ptr(),
-                    vs.as_mut_ptr(),
-                    &ldvs,
-                    work.as_mut_ptr(),
-                    &lwork,
-                    rwork.as_mut_ptr(),
-                    bwork.as_mut_ptr(),
-                    info,
-                )
-            }
-        };
-        call(&mut query, -1, &mut info);
-        let lwork = workspace(query[0].re.into(), 2 * n)?;
-        let mut work = vec![zero; lwork as usize];
-        call(&mut work, lwork, &mut info);
+        query_then_call(
+            2 * n,
+            |work: &mut [Complex<T>], lwork: c_int, _query: bool| {
+                // SAFETY: every pointer is valid for what LAPACK reads and writes: `a` holds
+                // n*n elements (lda = n), `w`, `rwork` and `bwork` n each, `vs` n*n when
+                // vectors are asked for (ldvs = n) and is not referenced otherwise (ldvs = 1),
+                // `work` lwork elements or one for the query (lwork = -1); `select` is not
+                // referenced with sort = 'N'.
+                unsafe {
+                    gees(
+                        &jobvs,
+                        &sort,
+                        std::ptr::null(),
+                        &ni,
+                        a.as_mut_ptr(),
+                        &ni,
+                        &mut sdim,
+                        w.as_mut_ptr(),
+                        vs.as_mut_ptr(),
+                        &ldvs,
+                        work.as_mut_ptr(),
+                        &lwork,
+                        rwork.as_mut_ptr(),
+                        bwork.as_mut_ptr(),
+                        &mut info,
+                    )
+                }
+            },
+        )?;
         let z = if want_z { vs } else { Vec::new() };
         Some((w, z, info))
     })

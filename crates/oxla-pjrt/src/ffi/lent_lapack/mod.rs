@@ -13,6 +13,7 @@ mod eigen;
 mod gees;
 mod svd;
 
+use num_complex::Complex;
 use oxla_ir::eval::lend_lapack;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -100,12 +101,52 @@ fn workspace(asked: f64, least: usize) -> Option<c_int> {
     (n.is_finite() && n <= c_int::MAX as f64).then_some(n as c_int)
 }
 
+/// An element of a LAPACK `work` array.
+trait Work: Copy + Default {
+    /// The workspace size a query left in this element (the real part for complex ones).
+    fn asked(self) -> f64;
+}
+
+impl Work for f32 {
+    fn asked(self) -> f64 {
+        self.into()
+    }
+}
+
+impl Work for f64 {
+    fn asked(self) -> f64 {
+        self
+    }
+}
+
+impl<T: Real> Work for Complex<T> {
+    fn asked(self) -> f64 {
+        self.re.into()
+    }
+}
+
+/// LAPACK's workspace protocol: `call(work, lwork, is_query)` runs once as a query
+/// (`lwork = -1`, a one-element `work`), then with the workspace the query asked for, at
+/// least `least` elements. `None`, before the second call, when that size does not fit
+/// LAPACK's integer.
+fn query_then_call<W: Work>(
+    least: usize,
+    mut call: impl FnMut(&mut [W], c_int, bool),
+) -> Option<()> {
+    let mut query = [W::default()];
+    call(&mut query, -1, true);
+    let lwork = workspace(query[0].asked(), least)?;
+    let mut work = vec![W::default(); lwork as usize];
+    call(&mut work, lwork, false);
+    Some(())
+}
+
 /// A LAPACK job character.
 fn job(c: u8) -> c_char {
     c as c_char
 }
 
 /// A real type LAPACK works in.
-trait Real: oxla_ir::eval::LapackReal + Into<f64> {}
+trait Real: oxla_ir::eval::LapackReal + Into<f64> + Work {}
 impl Real for f32 {}
 impl Real for f64 {}

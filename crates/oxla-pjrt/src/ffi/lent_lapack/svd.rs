@@ -7,7 +7,7 @@
 //! `7 min(m, n)` without vectors and `max(5k^2 + 5k, 2 max(m, n) k + 2k^2 + k)` with
 //! them (`gesdd`), `5 min(m, n)` (`gesvd`).
 
-use super::{job, order, size, workspace, Real};
+use super::{job, order, query_then_call, size, Real};
 use num_complex::Complex;
 use oxla_ir::eval::{LapackElement, Svd};
 use std::ffi::{c_char, c_int, c_void};
@@ -140,8 +140,8 @@ pub(super) unsafe fn real_gesdd<T: Real>(address: usize) -> Arc<Svd<T>> {
             let mut vt = vec![T::default(); z.vt_len];
             let mut iwork = vec![0 as c_int; 8 * z.k];
             let mut info: c_int = 0;
-            let mut query = [T::default()];
-            let mut call = |work: &mut [T], lwork: c_int, ldvt: c_int, info: &mut c_int| {
+            query_then_call(1, |work: &mut [T], lwork: c_int, query: bool| {
+                let ldvt = if query { z.query_ldvt } else { z.ldvt };
                 // SAFETY: `a` holds m*n elements (lda = m), `s` min(m, n), `u` m times its
                 // columns (ldu = m), `vt` ldvt*n (the query's ldvt is at most the call's),
                 // `iwork` 8 min(m, n), `work` lwork elements or one for the query (lwork = -1).
@@ -160,14 +160,10 @@ pub(super) unsafe fn real_gesdd<T: Real>(address: usize) -> Arc<Svd<T>> {
                         work.as_mut_ptr(),
                         &lwork,
                         iwork.as_mut_ptr(),
-                        info,
+                        &mut info,
                     )
                 }
-            };
-            call(&mut query, -1, z.query_ldvt, &mut info);
-            let lwork = workspace(query[0].into(), 1)?;
-            let mut work = vec![T::default(); lwork as usize];
-            call(&mut work, lwork, z.ldvt, &mut info);
+            })?;
             Some((s, u, vt, info))
         },
     )
@@ -203,35 +199,30 @@ where
             };
             let mut rwork = vec![T::default(); rwork_len.max(1)];
             let mut info: c_int = 0;
-            let mut query = [zero];
-            let mut call =
-                |work: &mut [Complex<T>], lwork: c_int, ldvt: c_int, info: &mut c_int| {
-                    // SAFETY: as for the real `gesdd`, and `rwork` holds what LAPACK asks for in
-                    // this mode.
-                    unsafe {
-                        gesdd(
-                            &jobz,
-                            &z.m,
-                            &z.n,
-                            a.as_mut_ptr(),
-                            &z.m,
-                            s.as_mut_ptr(),
-                            u.as_mut_ptr(),
-                            &z.m,
-                            vt.as_mut_ptr(),
-                            &ldvt,
-                            work.as_mut_ptr(),
-                            &lwork,
-                            rwork.as_mut_ptr(),
-                            iwork.as_mut_ptr(),
-                            info,
-                        )
-                    }
-                };
-            call(&mut query, -1, z.query_ldvt, &mut info);
-            let lwork = workspace(query[0].re.into(), 1)?;
-            let mut work = vec![zero; lwork as usize];
-            call(&mut work, lwork, z.ldvt, &mut info);
+            query_then_call(1, |work: &mut [Complex<T>], lwork: c_int, query: bool| {
+                let ldvt = if query { z.query_ldvt } else { z.ldvt };
+                // SAFETY: as for the real `gesdd`, and `rwork` holds what LAPACK asks for in
+                // this mode.
+                unsafe {
+                    gesdd(
+                        &jobz,
+                        &z.m,
+                        &z.n,
+                        a.as_mut_ptr(),
+                        &z.m,
+                        s.as_mut_ptr(),
+                        u.as_mut_ptr(),
+                        &z.m,
+                        vt.as_mut_ptr(),
+                        &ldvt,
+                        work.as_mut_ptr(),
+                        &lwork,
+                        rwork.as_mut_ptr(),
+                        iwork.as_mut_ptr(),
+                        &mut info,
+                    )
+                }
+            })?;
             Some((s, u, vt, info))
         },
     )
@@ -254,8 +245,8 @@ pub(super) unsafe fn real_gesvd<T: Real>(address: usize) -> Arc<Svd<T>> {
             let mut u = vec![T::default(); z.u_len];
             let mut vt = vec![T::default(); z.vt_len];
             let mut info: c_int = 0;
-            let mut query = [T::default()];
-            let mut call = |work: &mut [T], lwork: c_int, ldvt: c_int, info: &mut c_int| {
+            query_then_call(1, |work: &mut [T], lwork: c_int, query: bool| {
+                let ldvt = if query { z.query_ldvt } else { z.ldvt };
                 // SAFETY: `a` holds m*n elements (lda = m), `s` min(m, n), `u` m times its
                 // columns (ldu = m), `vt` ldvt*n (the query's ldvt is at most the call's),
                 // `work` lwork elements or one for the query (lwork = -1).
@@ -274,14 +265,10 @@ pub(super) unsafe fn real_gesvd<T: Real>(address: usize) -> Arc<Svd<T>> {
                         &ldvt,
                         work.as_mut_ptr(),
                         &lwork,
-                        info,
+                        &mut info,
                     )
                 }
-            };
-            call(&mut query, -1, z.query_ldvt, &mut info);
-            let lwork = workspace(query[0].into(), 1)?;
-            let mut work = vec![T::default(); lwork as usize];
-            call(&mut work, lwork, z.ldvt, &mut info);
+            })?;
             Some((s, u, vt, info))
         },
     )
@@ -310,34 +297,29 @@ where
             let mut vt = vec![zero; z.vt_len];
             let mut rwork = vec![T::default(); 5 * z.k];
             let mut info: c_int = 0;
-            let mut query = [zero];
-            let mut call =
-                |work: &mut [Complex<T>], lwork: c_int, ldvt: c_int, info: &mut c_int| {
-                    // SAFETY: as for the real `gesvd`, and `rwork` holds 5 min(m, n).
-                    unsafe {
-                        gesvd(
-                            &jobu,
-                            &jobu,
-                            &z.m,
-                            &z.n,
-                            a.as_mut_ptr(),
-                            &z.m,
-                            s.as_mut_ptr(),
-                            u.as_mut_ptr(),
-                            &z.m,
-                            vt.as_mut_ptr(),
-                            &ldvt,
-                            work.as_mut_ptr(),
-                            &lwork,
-                            rwork.as_mut_ptr(),
-                            info,
-                        )
-                    }
-                };
-            call(&mut query, -1, z.query_ldvt, &mut info);
-            let lwork = workspace(query[0].re.into(), 1)?;
-            let mut work = vec![zero; lwork as usize];
-            call(&mut work, lwork, z.ldvt, &mut info);
+            query_then_call(1, |work: &mut [Complex<T>], lwork: c_int, query: bool| {
+                let ldvt = if query { z.query_ldvt } else { z.ldvt };
+                // SAFETY: as for the real `gesvd`, and `rwork` holds 5 min(m, n).
+                unsafe {
+                    gesvd(
+                        &jobu,
+                        &jobu,
+                        &z.m,
+                        &z.n,
+                        a.as_mut_ptr(),
+                        &z.m,
+                        s.as_mut_ptr(),
+                        u.as_mut_ptr(),
+                        &z.m,
+                        vt.as_mut_ptr(),
+                        &ldvt,
+                        work.as_mut_ptr(),
+                        &lwork,
+                        rwork.as_mut_ptr(),
+                        &mut info,
+                    )
+                }
+            })?;
             Some((s, u, vt, info))
         },
     )
