@@ -88,7 +88,13 @@ mod x86 {
             unsafe { _mm256_loadu_ps(c.as_ptr().add(8 * i)) }
         };
         let mut acc = [0, 1, 2, 3].map(|i| load(first, i));
-        let mut nan = [0, 1, 2, 3].map(|i| _mm256_cmp_ps::<_CMP_UNORD_Q>(acc[i], acc[i]));
+        // Lane `j` of `ordered[k]` stays all ones while no element read in lanes `j` and
+        // `8 + j` (k = 0) or `16 + j` and `24 + j` (k = 1) of a chunk was NaN: one ordered
+        // compare of two registers per pair, two chains so neither waits on the other.
+        let mut ordered = [
+            _mm256_cmp_ps::<_CMP_ORD_Q>(acc[0], acc[1]),
+            _mm256_cmp_ps::<_CMP_ORD_Q>(acc[2], acc[3]),
+        ];
         match op {
             LaneFold::Add => {
                 for c in chunks {
@@ -100,16 +106,17 @@ mod x86 {
             LaneFold::Max | LaneFold::Min => {
                 let max = op == LaneFold::Max;
                 for c in chunks {
-                    for i in 0..4 {
-                        let b = load(c, i);
+                    let b = [0, 1, 2, 3].map(|i| load(c, i));
+                    for (a, &b) in acc.iter_mut().zip(&b) {
                         // `maxps(b, a)` is `b > a ? b : a`, NaN `b` giving `a`.
-                        acc[i] = if max {
-                            _mm256_max_ps(b, acc[i])
+                        *a = if max {
+                            _mm256_max_ps(b, *a)
                         } else {
-                            _mm256_min_ps(b, acc[i])
+                            _mm256_min_ps(b, *a)
                         };
-                        nan[i] = _mm256_or_ps(nan[i], _mm256_cmp_ps::<_CMP_UNORD_Q>(b, b));
                     }
+                    ordered[0] = _mm256_and_ps(ordered[0], _mm256_cmp_ps::<_CMP_ORD_Q>(b[0], b[1]));
+                    ordered[1] = _mm256_and_ps(ordered[1], _mm256_cmp_ps::<_CMP_ORD_Q>(b[2], b[3]));
                 }
             }
         }
@@ -119,10 +126,7 @@ mod x86 {
             unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(8 * i), *a) };
         }
         let any_nan = op != LaneFold::Add
-            && _mm256_movemask_ps(_mm256_or_ps(
-                _mm256_or_ps(nan[0], nan[1]),
-                _mm256_or_ps(nan[2], nan[3]),
-            )) != 0;
+            && _mm256_movemask_ps(_mm256_and_ps(ordered[0], ordered[1])) != 0xff;
         (out, any_nan)
     }
 
@@ -229,7 +233,15 @@ mod tests {
                     assert!(!nan);
                     // A NaN inside the whole chunks is noted by max and min, in the first
                     // chunk too; one past them is not read.
-                    for at in [5, 17, n / 64 * 32 + 5, n / 64 * 32 + 30] {
+                    for at in [
+                        5,
+                        10,
+                        17,
+                        26,
+                        n / 64 * 32 + 5,
+                        n / 64 * 32 + 12,
+                        n / 64 * 32 + 30,
+                    ] {
                         let keep = x[at];
                         x[at] = f32::NAN;
                         assert_eq!(fold(&x, op).1, op != LaneFold::Add, "NaN at {at} of {n}");
