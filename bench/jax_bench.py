@@ -479,6 +479,33 @@ def run_child(args):
 # --------------------------------------------------------------------------------------
 
 
+def cpu_description():
+    """The CPU's model name and widest vector level from ``/proc/cpuinfo`` (Linux), which
+    decides what oxla generates code for: AVX-512F, else AVX2 with FMA, else the baseline."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            text = fh.read()
+    except OSError:
+        return "unknown cpu"
+    model, flags = "unknown model", set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model == "unknown model":
+            model = value.strip()
+        elif key == "flags" and not flags:
+            flags = set(value.split())
+    if "avx512f" in flags:
+        level = "AVX-512F"
+    elif {"avx2", "fma"} <= flags:
+        level = "AVX2+FMA, no AVX-512"
+    elif flags:
+        level = "no AVX2"
+    else:
+        level = "vector level unknown"
+    return f"{model} ({level})"
+
+
 def machine_peaks(quick):
     """Measured, not theoretical: numpy's f32 matmul (its BLAS, all cores) and a large copy."""
     import numpy as np
@@ -508,6 +535,7 @@ def machine_peaks(quick):
         "matmul_n": n,
         "copy_bandwidth_gbs": bandwidth / 1e9,
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_description(),
     }
 
 
@@ -615,7 +643,7 @@ def main():
     print(f"oxla library: {library}", flush=True)
     peaks = machine_peaks(args.quick)
     print(
-        f"machine: {peaks['cpu_count']} cpus, measured peak f32 "
+        f"machine: {peaks['cpu_count']} cpus, {peaks['cpu']}, measured peak f32 "
         f"{peaks['peak_f32_gflops']:.1f} GFLOP/s (numpy {peaks['matmul_n']}^2 matmul), "
         f"copy bandwidth {peaks['copy_bandwidth_gbs']:.1f} GB/s (read + write, 256 MiB copy)",
         flush=True,
