@@ -2,11 +2,12 @@
 //!
 //! The evaluator's fused kernels run a tile program one instruction at a time: each
 //! instruction is a loop over a whole tile that loads its operands from memory and stores its
-//! result, so a chain of `n` ops stores every element `n` times. Where the CPU has AVX-512,
-//! [`TileCode::compile`] turns such a program into one loop over the elements, row by row in
-//! 16-element chunks, that keeps every intermediate value in a vector register: per chunk,
-//! each input is loaded (or broadcast) once, the instructions run register to register, and
-//! only the outputs are stored. A one-value input (or one value per row) whose register no
+//! result, so a chain of `n` ops stores every element `n` times. Where the CPU has AVX-512
+//! (or AVX2, for most instructions: [`Target`]), [`TileCode::compile`] turns such a program
+//! into one loop over the elements, row by row in 16-element (8-element) chunks, that keeps
+//! every intermediate value in a vector register: per chunk, each input is loaded (or
+//! broadcast) once, the instructions run register to register, and only the outputs are
+//! stored. A one-value input (or one value per row) whose register no
 //! instruction writes is broadcast once per run (or per row) instead of in every chunk. The
 //! rest of a row runs under a lane mask, so any length is handled and nothing past a slice
 //! is touched. [`LoopCode::compile`] does the same for a loop whose every iteration is such
@@ -33,6 +34,8 @@ mod divide_by;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_avx2;
 #[cfg(target_arch = "x86_64")]
 mod x86_scalar;
 
@@ -336,30 +339,90 @@ impl std::fmt::Debug for TileCode {
     }
 }
 
-/// Whether this machine runs generated code (x86-64 with AVX-512F and BMI2).
-pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        x86::available()
+/// An instruction set tile programs are generated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// AVX-512F and BMI2: every [`Inst`], 16-element chunks, loops ([`LoopCode`]).
+    Avx512,
+    /// AVX2 and FMA: 8-element chunks, the instructions [`Target::covers`] says; tile
+    /// programs only.
+    Avx2,
+}
+
+impl Target {
+    /// The targets this machine runs, best first.
+    pub fn here() -> Vec<Target> {
+        [Target::Avx512, Target::Avx2]
+            .into_iter()
+            .filter(|t| t.runs_here())
+            .collect()
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    /// The best target this machine runs.
+    pub fn best() -> Option<Target> {
+        Target::here().first().copied()
+    }
+
+    /// Whether this machine has the target's instructions.
+    pub fn runs_here(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                Target::Avx512 => x86::available(),
+                Target::Avx2 => x86_avx2::available(),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Whether the target's generator has a sequence for `inst`.
+    pub fn covers(self, inst: &Inst) -> bool {
+        match self {
+            Target::Avx512 => true,
+            #[cfg(target_arch = "x86_64")]
+            Target::Avx2 => x86_avx2::covers(inst),
+            #[cfg(not(target_arch = "x86_64"))]
+            Target::Avx2 => false,
+        }
     }
 }
 
+/// Whether this machine runs generated tile programs (x86-64 with AVX-512F and BMI2, or
+/// with AVX2 and FMA).
+pub fn available() -> bool {
+    Target::best().is_some()
+}
+
+/// Whether this machine's generator covers every [`Inst`] and runs loops (AVX-512).
+pub fn covers_everything() -> bool {
+    Target::best() == Some(Target::Avx512)
+}
+
 impl TileCode {
-    /// Compiles `program`; `None` when this machine has no code generator, the program
-    /// needs more registers than the generator has, or it reads a register no input or
-    /// earlier instruction wrote.
+    /// Compiles `program` for this machine's best target; `None` when this machine has no
+    /// code generator, the program needs more registers than the generator has, has an
+    /// instruction it does not cover, or reads a register no input or earlier instruction
+    /// wrote.
     pub fn compile(program: &TileProgram) -> Option<TileCode> {
-        if !available() || !defined_before_use(program) {
+        TileCode::compile_for(program, Target::best()?)
+    }
+
+    /// [`TileCode::compile`] for `target`; `None` too when this machine does not run it.
+    pub fn compile_for(program: &TileProgram, target: Target) -> Option<TileCode> {
+        if !target.runs_here() || !defined_before_use(program) {
             return None;
         }
         #[cfg(target_arch = "x86_64")]
         {
+            let code = match target {
+                Target::Avx512 => x86::compile(program)?,
+                Target::Avx2 => x86_avx2::compile(program)?,
+            };
             Some(TileCode {
-                code: x86::compile(program)?,
+                code,
                 inputs: program.inputs.iter().map(|&(kind, _)| kind).collect(),
                 outputs: program.outputs.len(),
                 row_sums: program.row_sums.len(),
@@ -543,7 +606,7 @@ impl LoopCode {
     /// or a carried value's register, or reads an input in another way than whole or as
     /// one value.
     pub fn compile(body: &LoopBody) -> Option<LoopCode> {
-        if !available() {
+        if !Target::Avx512.runs_here() {
             return None;
         }
         let fixed: Vec<u8> = body

@@ -40,7 +40,7 @@ const S_LOW: [AsmRegisterZmm; 8] = [zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zm
 /// Constants the code reads, placed after it in the same pages; `r15` points at them, and
 /// each is broadcast from there (one load, no general register).
 #[derive(Clone, Copy)]
-enum K {
+pub(crate) enum K {
     Sign,
     Magnitude,
     One,
@@ -76,7 +76,7 @@ enum K {
 }
 
 /// The bits of each [`K`], in its order.
-const POOL: [u32; 32] = [
+pub(crate) const POOL: [u32; 32] = [
     0x8000_0000,
     0x7fff_ffff,
     0x3f80_0000,
@@ -162,14 +162,15 @@ impl Code {
     /// Calls tile program code; returns the elements it computed.
     ///
     /// # Safety
-    /// The code was compiled by [`compile`]; `args.inputs` and `args.outs` point to as many
+    /// The code was compiled by [`compile`] or `x86_avx2::compile`; `args.inputs` and `args.outs` point to as many
     /// pointers as the program has inputs and outputs; each input is readable at every
     /// element its kind indexes for elements `start..end`, each output writable for
     /// `end - start` elements, and outputs do not overlap each other.
     pub(crate) unsafe fn call(&self, args: &Args) -> usize {
         // SAFETY: the pages hold a complete function with the `Entry` signature (assembled
-        // by `compile` for this address-independent layout: every jump is relative) for a
-        // CPU with AVX-512F and BMI2; the caller's contract is the code's, and the code
+        // by `compile`, or `x86_avx2::compile`, for this address-independent layout: every
+        // jump is relative) for a CPU with the features its generator's `available` checks
+        // (AVX-512F and BMI2, or AVX2 and FMA); the caller's contract is the code's, and the code
         // touches no memory beyond those operands and the stack slots of the registers it
         // saves.
         unsafe {

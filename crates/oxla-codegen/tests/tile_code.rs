@@ -1,7 +1,8 @@
 //! Generated tile code against a scalar evaluation of the same program, bit for bit.
 
 use oxla_codegen::{
-    available, Cmp, Input, Inst, LoopBody, LoopCode, LoopEnd, TileCode, TileProgram, CHUNK,
+    available, covers_everything, Cmp, Input, Inst, LoopBody, LoopCode, LoopEnd, Target, TileCode,
+    TileProgram, CHUNK,
 };
 
 struct Rng(u64);
@@ -382,52 +383,60 @@ fn compare_random_programs(
         eprintln!("no code generator on this machine: nothing to compare");
         return;
     }
-    let mut rng = Rng(seed);
-    let mut compared = 0usize;
-    for case in 0..600 {
-        let n_inputs = 1 + rng.below(5);
-        let n_insts = 1 + rng.below(max_insts);
-        let regs = min_regs + rng.below(spread) as u8;
-        let p = program_with(&mut rng, n_inputs, n_insts, regs, masks_often);
-        let code = TileCode::compile(&p).expect("a program within the register budget compiles");
-        let row_len = [1, 3, 15, 16, 17, 40, 1024][rng.below(7)];
-        let rows = rng.below(5);
-        let total = row_len * rows + rng.below(row_len);
-        let start = rng.below(total + 1);
-        let end = start + rng.below(total - start + 1);
-        let inputs = random_inputs(&mut rng, &p, total, row_len);
-        let len = end - start;
-        // Outputs start as a marker so an element the code skipped shows.
-        let marker = f32::from_bits(0x7fc0_dead);
-        let mut outs: Vec<Vec<f32>> = vec![vec![marker; len + 3]; p.outputs.len()];
-        let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
-        let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..len]).collect();
-        assert_eq!(
-            code.run(&input_refs, &mut out_refs, start, end, row_len),
-            Some(len)
-        );
-        for i in start..end {
-            let regs = registers_at(&p, &inputs, i, row_len);
-            for (k, &r) in p.outputs.iter().enumerate() {
-                let (want, got) = (regs[usize::from(r)], outs[k][i - start]);
+    for target in Target::here() {
+        let mut rng = Rng(seed);
+        let mut compared = 0usize;
+        for case in 0..600 {
+            let n_inputs = 1 + rng.below(5);
+            let n_insts = 1 + rng.below(max_insts);
+            let regs = min_regs + rng.below(spread) as u8;
+            let p = program_with(&mut rng, n_inputs, n_insts, regs, masks_often);
+            let Some(code) = TileCode::compile_for(&p, target) else {
                 assert!(
+                    !p.insts.iter().all(|(i, _)| target.covers(i)),
+                    "{target:?}: a program within the register budget compiles: {p:?}"
+                );
+                continue;
+            };
+            let row_len = [1, 3, 15, 16, 17, 40, 1024][rng.below(7)];
+            let rows = rng.below(5);
+            let total = row_len * rows + rng.below(row_len);
+            let start = rng.below(total + 1);
+            let end = start + rng.below(total - start + 1);
+            let inputs = random_inputs(&mut rng, &p, total, row_len);
+            let len = end - start;
+            // Outputs start as a marker so an element the code skipped shows.
+            let marker = f32::from_bits(0x7fc0_dead);
+            let mut outs: Vec<Vec<f32>> = vec![vec![marker; len + 3]; p.outputs.len()];
+            let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
+            let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..len]).collect();
+            assert_eq!(
+                code.run(&input_refs, &mut out_refs, start, end, row_len),
+                Some(len)
+            );
+            for i in start..end {
+                let regs = registers_at(&p, &inputs, i, row_len);
+                for (k, &r) in p.outputs.iter().enumerate() {
+                    let (want, got) = (regs[usize::from(r)], outs[k][i - start]);
+                    assert!(
                     want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
-                    "case {case}, element {i} of {start}..{end} (rows of {row_len}), output {k}: \
+                    "{target:?} case {case}, element {i} of {start}..{end} (rows of {row_len}), output {k}: \
                      {want:?} ({:#x}) against {got:?} ({:#x}) for {p:?}",
                     want.to_bits(),
                     got.to_bits()
                 );
-                compared += 1;
+                    compared += 1;
+                }
+            }
+            for o in &outs {
+                assert!(
+                    o[len..].iter().all(|v| v.to_bits() == marker.to_bits()),
+                    "wrote past the end"
+                );
             }
         }
-        for o in &outs {
-            assert!(
-                o[len..].iter().all(|v| v.to_bits() == marker.to_bits()),
-                "wrote past the end"
-            );
-        }
+        assert!(compared > 5_000, "{target:?}: {compared}");
     }
-    assert!(compared > 10_000, "{compared}");
 }
 
 /// The values that decide a maximum or minimum against `bound`: both zeros, both
@@ -532,7 +541,7 @@ fn extrema_with_a_constant_bound_follow_the_general_rules() {
 
 #[test]
 fn integer_division_covers_every_pair_of_edge_values() {
-    if !available() {
+    if !covers_everything() {
         return;
     }
     let edges: Vec<u32> = [
@@ -612,7 +621,7 @@ fn integer_division_covers_every_pair_of_edge_values() {
 
 #[test]
 fn integer_division_by_constants_matches_division() {
-    if !available() {
+    if !covers_everything() {
         return;
     }
     let mut rng = Rng(7);
@@ -708,7 +717,7 @@ fn integer_division_by_constants_matches_division() {
 
 #[test]
 fn floor_quotients_and_remainders_by_constants_match_the_scalar_bits() {
-    if !available() {
+    if !covers_everything() {
         return;
     }
     // `x // c` and `x % c` as `jnp` lowers them: the truncated quotient and remainder, the
@@ -919,7 +928,7 @@ fn sin_of_square(values: &[f32], end: usize) -> (Vec<f32>, Option<usize>) {
 
 #[test]
 fn an_argument_beyond_the_reduction_stops_the_code_at_its_chunk() {
-    if !available() {
+    if !covers_everything() {
         return;
     }
     let marker = f32::from_bits(0x7fc0_dead);
@@ -1031,7 +1040,7 @@ fn loop_body(rng: &mut Rng, carried: usize, inputs: usize, n_insts: usize) -> Lo
 
 #[test]
 fn loop_code_computes_the_scalar_iterations() {
-    if !available() {
+    if !covers_everything() {
         return;
     }
     let mut rng = Rng(11);
@@ -1101,7 +1110,7 @@ fn loop_code_computes_the_scalar_iterations() {
 
 #[test]
 fn a_loop_stops_before_the_iteration_that_leaves_the_reduction() {
-    if !available() {
+    if !covers_everything() {
         return;
     }
     // x <- 2x, with sin(2x) computed (and unused): 2x leaves [-65536, 65536] in
@@ -1158,7 +1167,7 @@ fn loop_bodies_beyond_the_generator_are_not_compiled() {
     for body in [writes_state, writes_input, undefined, row_input] {
         assert!(LoopCode::compile(&body).is_none(), "{body:?}");
     }
-    if !available() {
+    if !covers_everything() {
         return;
     }
     // Slices that do not fit, and a start inside a chunk.
@@ -1212,72 +1221,76 @@ fn row_sums_follow_the_evaluators_order() {
     if !available() {
         return;
     }
-    let mut rng = Rng(23);
-    for case in 0..300 {
-        // A small program: at most 6 registers, so two accumulators per sum fit beside it.
-        let n_inputs = 1 + rng.below(3);
-        let n_insts = 1 + rng.below(5);
-        let mut p = program(&mut rng, n_inputs, n_insts, 5);
-        p.inputs.push((Input::Scalar, 5));
-        let n_sums = 1 + rng.below(2);
-        let defined: Vec<u8> = p
-            .inputs
-            .iter()
-            .map(|&(_, r)| r)
-            .chain(p.insts.iter().map(|&(_, d)| d))
-            .collect();
-        let init = p.inputs.len() - 1;
-        p.row_sums = (0..n_sums)
-            .map(|_| (defined[rng.below(defined.len())], init))
-            .collect();
-        let Some(code) = TileCode::compile(&p) else {
-            assert!(
-                p.registers() + n_sums > 8,
-                "case {case}: {p:?} does not compile"
-            );
-            continue;
-        };
-        let row_len = [32, 33, 47, 48, 63, 64, 100, 517, 1024][rng.below(9)];
-        let rows = 1 + rng.below(4);
-        let first = rng.below(3);
-        let (start, end) = (first * row_len, (first + rows) * row_len);
-        let total = end;
-        let inputs = random_inputs(&mut rng, &p, total, row_len);
-        let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
-        let mut outs: Vec<Vec<f32>> = vec![vec![0.0; end - start]; p.outputs.len()];
-        let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
-        let mut sums: Vec<Vec<f32>> = vec![vec![f32::from_bits(0x7fc0_dead); rows + 1]; n_sums];
-        let mut sum_refs: Vec<&mut [f32]> = sums.iter_mut().map(|o| o.as_mut_slice()).collect();
-        let done = code.run_with_row_sums(
-            &input_refs,
-            &mut out_refs,
-            &mut sum_refs,
-            start,
-            end,
-            row_len,
-        );
-        assert_eq!(done, Some(end - start), "case {case}");
-        for r in 0..rows {
-            // The register values of every element of the row, by the scalar evaluation.
-            let mut values: Vec<[f32; 32]> = Vec::new();
-            for i in (first + r) * row_len..(first + r + 1) * row_len {
-                values.push(registers_at(&p, &inputs, i, row_len));
-            }
-            for (k, &(reg, _)) in p.row_sums.iter().enumerate() {
-                let row: Vec<f32> = values.iter().map(|v| v[usize::from(reg)]).collect();
-                let want = row_sum(&row, inputs[init][0]);
-                let got = sums[k].get(r).copied().expect("a total per row");
+    for target in Target::here() {
+        let mut rng = Rng(23);
+        for case in 0..300 {
+            // A small program: at most 6 registers, so two accumulators per sum fit beside it.
+            let n_inputs = 1 + rng.below(3);
+            let n_insts = 1 + rng.below(5);
+            let mut p = program(&mut rng, n_inputs, n_insts, 5);
+            p.inputs.push((Input::Scalar, 5));
+            let n_sums = 1 + rng.below(2);
+            let defined: Vec<u8> = p
+                .inputs
+                .iter()
+                .map(|&(_, r)| r)
+                .chain(p.insts.iter().map(|&(_, d)| d))
+                .collect();
+            let init = p.inputs.len() - 1;
+            p.row_sums = (0..n_sums)
+                .map(|_| (defined[rng.below(defined.len())], init))
+                .collect();
+            let Some(code) = TileCode::compile_for(&p, target) else {
+                // AVX-512 keeps two accumulators per sum in registers; AVX2 in its frame.
+                let covered = p.insts.iter().all(|(i, _)| target.covers(i));
                 assert!(
+                    (target == Target::Avx512 && p.registers() + n_sums > 8) || !covered,
+                    "{target:?} case {case}: {p:?} does not compile"
+                );
+                continue;
+            };
+            let row_len = [32, 33, 47, 48, 63, 64, 100, 517, 1024][rng.below(9)];
+            let rows = 1 + rng.below(4);
+            let first = rng.below(3);
+            let (start, end) = (first * row_len, (first + rows) * row_len);
+            let total = end;
+            let inputs = random_inputs(&mut rng, &p, total, row_len);
+            let input_refs: Vec<&[f32]> = inputs.iter().map(|s| s.as_slice()).collect();
+            let mut outs: Vec<Vec<f32>> = vec![vec![0.0; end - start]; p.outputs.len()];
+            let mut out_refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+            let mut sums: Vec<Vec<f32>> = vec![vec![f32::from_bits(0x7fc0_dead); rows + 1]; n_sums];
+            let mut sum_refs: Vec<&mut [f32]> = sums.iter_mut().map(|o| o.as_mut_slice()).collect();
+            let done = code.run_with_row_sums(
+                &input_refs,
+                &mut out_refs,
+                &mut sum_refs,
+                start,
+                end,
+                row_len,
+            );
+            assert_eq!(done, Some(end - start), "case {case}");
+            for r in 0..rows {
+                // The register values of every element of the row, by the scalar evaluation.
+                let mut values: Vec<[f32; 32]> = Vec::new();
+                for i in (first + r) * row_len..(first + r + 1) * row_len {
+                    values.push(registers_at(&p, &inputs, i, row_len));
+                }
+                for (k, &(reg, _)) in p.row_sums.iter().enumerate() {
+                    let row: Vec<f32> = values.iter().map(|v| v[usize::from(reg)]).collect();
+                    let want = row_sum(&row, inputs[init][0]);
+                    let got = sums[k].get(r).copied().expect("a total per row");
+                    assert!(
                     want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
-                    "case {case}, row {r} of {rows} (rows of {row_len}), sum {k}: {want:?} \
+                    "{target:?} case {case}, row {r} of {rows} (rows of {row_len}), sum {k}: {want:?} \
                      against {got:?} for {p:?}"
                 );
+                }
             }
+            assert!(
+                sums.iter().all(|s| s[rows].to_bits() == 0x7fc0_dead),
+                "wrote past the rows"
+            );
         }
-        assert!(
-            sums.iter().all(|s| s[rows].to_bits() == 0x7fc0_dead),
-            "wrote past the rows"
-        );
     }
     // Ranges off row boundaries, short rows and missing sums are refused.
     let p = TileProgram {

@@ -35,9 +35,17 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 
-/// Whether this machine runs generated code at all (x86-64 with AVX-512F and BMI2).
+/// Whether this machine runs generated code for fused kernels (x86-64 with AVX-512F and
+/// BMI2, or with AVX2 and FMA).
 pub fn available() -> bool {
     oxla_codegen::available()
+}
+
+/// Whether this machine's generated code covers every instruction and counted loops
+/// (AVX-512); AVX2 code leaves kernels with some instructions, and loops, to the
+/// interpreter.
+pub fn covers_everything() -> bool {
+    oxla_codegen::covers_everything()
 }
 
 /// Whether this machine runs generated scalar loops (any x86-64).
@@ -649,7 +657,8 @@ impl CountedCode {
     /// has no generated form.
     pub(crate) fn new(group: &LaneGroup, carried: &[Carried], trips: u64) -> Option<CountedCode> {
         let chunks = group.len().div_ceil(oxla_codegen::CHUNK) as u64;
-        if !oxla_codegen::available() || trips.saturating_mul(chunks) < MIN_LOOP_WORK {
+        if !oxla_codegen::Target::Avx512.runs_here() || trips.saturating_mul(chunks) < MIN_LOOP_WORK
+        {
             return None;
         }
         let (body, input_slots, carried_slots) = group.loop_body(carried)?;
@@ -891,7 +900,11 @@ mod tests {
         // exp's denormal results (one rounding of a scaled value) and its overflow edge.
         xs.extend((0..20_000).map(|i| -104.0 + i as f32 * (17.0 / 20_000.0)));
         xs.extend((0..2_000).map(|i| 88.0 + i as f32 * (1.0 / 2_000.0)));
-        for (inst, reference, name) in cases {
+        for (target, (inst, reference, name)) in oxla_codegen::Target::here()
+            .into_iter()
+            .flat_map(|t| cases.map(|case| (t, case)))
+            .filter(|(t, (inst, _, _))| t.covers(inst))
+        {
             let trig = inst.may_stop();
             let xs: Vec<f32> = if trig {
                 xs.iter().copied().filter(|x| x.abs() <= 65536.0).collect()
@@ -904,15 +917,15 @@ mod tests {
                 outputs: vec![1],
                 row_sums: Vec::new(),
             };
-            let code = TileCode::compile(&program).expect("compiles");
+            let code = TileCode::compile_for(&program, target).expect("compiles");
             let mut out = vec![0.0f32; xs.len()];
             let done = code.run(&[&xs], &mut [&mut out], 0, xs.len(), xs.len());
-            assert_eq!(done, Some(xs.len()), "{name}");
+            assert_eq!(done, Some(xs.len()), "{target:?} {name}");
             for (x, got) in xs.iter().zip(&out) {
                 let want = reference(*x);
                 assert!(
                     want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
-                    "{name}({x:e}): {want:e} against generated {got:e}"
+                    "{target:?} {name}({x:e}): {want:e} against generated {got:e}"
                 );
             }
         }
