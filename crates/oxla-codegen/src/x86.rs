@@ -1028,18 +1028,18 @@ fn multiply_high(
 }
 
 /// `vcmpps` predicates (ordered and quiet, except `!=`, which is true for NaN).
-const EQ_OQ: i32 = 0x00;
-const UNORD_Q: i32 = 0x03;
-const NEQ_UQ: i32 = 0x04;
-const NLT_UQ: i32 = 0x15;
-const NLE_UQ: i32 = 0x16;
-const NGE_UQ: i32 = 0x19;
-const NGT_UQ: i32 = 0x1a;
-const ORD_Q: i32 = 0x07;
-const LT_OQ: i32 = 0x11;
-const LE_OQ: i32 = 0x12;
-const GE_OQ: i32 = 0x1d;
-const GT_OQ: i32 = 0x1e;
+pub(crate) const EQ_OQ: i32 = 0x00;
+pub(crate) const UNORD_Q: i32 = 0x03;
+pub(crate) const NEQ_UQ: i32 = 0x04;
+pub(crate) const NLT_UQ: i32 = 0x15;
+pub(crate) const NLE_UQ: i32 = 0x16;
+pub(crate) const NGE_UQ: i32 = 0x19;
+pub(crate) const NGT_UQ: i32 = 0x1a;
+pub(crate) const ORD_Q: i32 = 0x07;
+pub(crate) const LT_OQ: i32 = 0x11;
+pub(crate) const LE_OQ: i32 = 0x12;
+pub(crate) const GE_OQ: i32 = 0x1d;
+pub(crate) const GT_OQ: i32 = 0x1e;
 
 /// `z` written under mask `m` with the other lanes zeroed.
 fn under_zero(z: AsmRegisterZmm, m: AsmRegisterK) -> AsmRegisterZmm {
@@ -1643,7 +1643,7 @@ fn exp(
 /// Per input, whether it is loaded once instead of in every chunk: a one-value input (once
 /// per run) or a one-value-per-row input (once per row) whose register no instruction and
 /// no other input writes, so it holds the value through every chunk.
-fn invariant_inputs(program: &TileProgram) -> Vec<bool> {
+pub(crate) fn invariant_inputs(program: &TileProgram) -> Vec<bool> {
     let written = |r: u8| program.insts.iter().any(|&(_, d)| d == r);
     let shared = |k: usize, r: u8| {
         program
@@ -1664,7 +1664,7 @@ fn invariant_inputs(program: &TileProgram) -> Vec<bool> {
 
 /// Moves the element index, column and output index `n` elements on, and takes `n` off
 /// what is left of the row's segment.
-fn advance(a: &mut CodeAssembler, n: i32) -> Result<(), IcedError> {
+pub(crate) fn advance(a: &mut CodeAssembler, n: i32) -> Result<(), IcedError> {
     for r in [rcx, r12, r13] {
         a.add(r, n)?;
     }

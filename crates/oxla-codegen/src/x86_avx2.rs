@@ -20,7 +20,10 @@
 //! the constants after the code, `rbp` the first row, `rdi` the row sums' pointer array,
 //! `rax`, `rdx` and `rsi` scratch; `rsp` the frame of spilled registers and row-sum state.
 
-use super::x86::{Args, Code, K, POOL};
+use super::x86::{
+    advance, invariant_inputs, Args, Code, EQ_OQ, GE_OQ, GT_OQ, K, LE_OQ, LT_OQ, NEQ_UQ, NGE_UQ,
+    NGT_UQ, NLE_UQ, NLT_UQ, ORD_Q, POOL, UNORD_Q,
+};
 use super::{Cmp, Input, Inst, TileProgram};
 use iced_x86::code_asm::*;
 
@@ -127,19 +130,6 @@ fn constant(k: K) -> AsmMemoryOperand {
 fn splat(a: &mut CodeAssembler, y: AsmRegisterYmm, k: K) -> Result<(), IcedError> {
     a.vmovups(y, constant(k))
 }
-
-const EQ_OQ: i32 = 0x00;
-const UNORD_Q: i32 = 0x03;
-const NEQ_UQ: i32 = 0x04;
-const NLT_UQ: i32 = 0x15;
-const NLE_UQ: i32 = 0x16;
-const NGE_UQ: i32 = 0x19;
-const NGT_UQ: i32 = 0x1a;
-const ORD_Q: i32 = 0x07;
-const LT_OQ: i32 = 0x11;
-const LE_OQ: i32 = 0x12;
-const GE_OQ: i32 = 0x1d;
-const GT_OQ: i32 = 0x1e;
 
 /// How a chunk reaches its registers: whether it runs under the tail mask, and the frame.
 #[derive(Clone, Copy)]
@@ -618,26 +608,6 @@ fn logistic(a: &mut CodeAssembler, d: AsmRegisterYmm, x: AsmRegisterYmm) -> Resu
     a.vdivps(d, above, sum)
 }
 
-/// Per input, whether it is loaded once instead of in every chunk (as for AVX-512).
-fn invariant_inputs(program: &TileProgram) -> Vec<bool> {
-    let written = |r: u8| program.insts.iter().any(|&(_, d)| d == r);
-    let shared = |k: usize, r: u8| {
-        program
-            .inputs
-            .iter()
-            .enumerate()
-            .any(|(j, &(kind, q))| j != k && kind != Input::OnDemand && q == r)
-    };
-    program
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(k, &(kind, r))| {
-            matches!(kind, Input::Scalar | Input::RowScalar) && !written(r) && !shared(k, r)
-        })
-        .collect()
-}
-
 /// One chunk: its loads, instructions and stores.
 fn emit_chunk(
     a: &mut CodeAssembler,
@@ -648,15 +618,6 @@ fn emit_chunk(
     load_inputs(a, &program.inputs, |k| !hoisted[k], chunk)?;
     body(a, &program.insts, chunk.frame)?;
     Ok(store(a, &program.outputs, chunk)?)
-}
-
-/// Moves the element index, column and output index `n` elements on, and takes `n` off
-/// what is left of the row's segment.
-fn advance(a: &mut CodeAssembler, n: i32) -> Result<(), IcedError> {
-    for r in [rcx, r12, r13] {
-        a.add(r, n)?;
-    }
-    a.sub(r14, n)
 }
 
 /// Why a program was not assembled.
