@@ -344,8 +344,7 @@ impl std::fmt::Debug for TileCode {
 pub enum Target {
     /// AVX-512F and BMI2: every [`Inst`], 16-element chunks, loops ([`LoopCode`]).
     Avx512,
-    /// AVX2 and FMA: 8-element chunks, the instructions [`Target::covers`] says; tile
-    /// programs only.
+    /// AVX2 and FMA: every [`Inst`], 8-element chunks; tile programs only.
     Avx2,
 }
 
@@ -377,17 +376,6 @@ impl Target {
             false
         }
     }
-
-    /// Whether the target's generator has a sequence for `inst`.
-    pub fn covers(self, inst: &Inst) -> bool {
-        match self {
-            Target::Avx512 => true,
-            #[cfg(target_arch = "x86_64")]
-            Target::Avx2 => x86_avx2::covers(inst),
-            #[cfg(not(target_arch = "x86_64"))]
-            Target::Avx2 => false,
-        }
-    }
 }
 
 /// Whether this machine runs generated tile programs (x86-64 with AVX-512F and BMI2, or
@@ -396,16 +384,15 @@ pub fn available() -> bool {
     Target::best().is_some()
 }
 
-/// Whether this machine's generator covers every [`Inst`] and runs loops (AVX-512).
-pub fn covers_everything() -> bool {
+/// Whether this machine runs generated loops ([`LoopCode`]: AVX-512).
+pub fn loops_available() -> bool {
     Target::best() == Some(Target::Avx512)
 }
 
 impl TileCode {
     /// Compiles `program` for this machine's best target; `None` when this machine has no
-    /// code generator, the program needs more registers than the generator has, has an
-    /// instruction it does not cover, or reads a register no input or earlier instruction
-    /// wrote.
+    /// code generator, the program needs more registers than the generator has, or reads
+    /// a register no input or earlier instruction wrote.
     pub fn compile(program: &TileProgram) -> Option<TileCode> {
         TileCode::compile_for(program, Target::best()?)
     }

@@ -1068,7 +1068,7 @@ fn under_k(r: AsmRegisterK, m: AsmRegisterK) -> AsmRegisterK {
 
 /// f64 constants, placed after [`POOL`] (so at `r15 + 4 * POOL.len()`).
 #[derive(Clone, Copy)]
-enum K64 {
+pub(crate) enum K64 {
     Sign,
     Zero,
     Round,
@@ -1124,10 +1124,12 @@ enum K64 {
     NegInfinity,
     Infinity,
     NaN,
+    /// `2^31`, for the AVX2 generator's unsigned conversions.
+    TwoP31,
 }
 
 /// The bits of each [`K64`], in its order.
-const POOL64: [u64; 47] = [
+pub(crate) const POOL64: [u64; 48] = [
     0x8000_0000_0000_0000,
     0,
     6755399441055744.0f64.to_bits(),
@@ -1175,6 +1177,7 @@ const POOL64: [u64; 47] = [
     f64::NEG_INFINITY.to_bits(),
     f64::INFINITY.to_bits(),
     f64::NAN.to_bits(),
+    2_147_483_648.0f64.to_bits(),
 ];
 
 /// f64 constant `k` as an operand broadcast to every lane.

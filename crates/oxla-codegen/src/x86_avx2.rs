@@ -9,10 +9,10 @@
 //! conditions are vectors of all-ones lanes, never held between instructions: a compare
 //! writes its `1.0`/`0.0` register at once and a select compares its condition again.
 //!
-//! It covers the instructions whose exact IEEE sequences need no AVX-512 operation
-//! ([`covers`]); a program with any other instruction is left to the AVX-512 generator or
-//! the caller's interpreter. The instruction sequences are the AVX-512 generator's, step
-//! for step, so both compute the interpreter's bits.
+//! It covers every instruction. The sequences are the AVX-512 generator's, step for step
+//! (the f64 ones on each half of a chunk widened to four f64 lanes, an unsigned conversion
+//! by its halves where AVX2 has none), so both compute the interpreter's bits. A lane `sin` or `cos` does
+//! not cover stops the code before the chunk's stores, as there.
 //!
 //! General registers as in `x86`: `r8` the input pointer array, `r9` the output pointer
 //! array, `rcx` the element index, `r10` the end, `r11` the row length, `rbx` the row,
@@ -20,9 +20,10 @@
 //! the constants after the code, `rbp` the first row, `rdi` the row sums' pointer array,
 //! `rax`, `rdx` and `rsi` scratch; `rsp` the frame of spilled registers and row-sum state.
 
+use super::divide_by::DivideBy;
 use super::x86::{
-    advance, invariant_inputs, Args, Code, EQ_OQ, GE_OQ, GT_OQ, K, LE_OQ, LT_OQ, NEQ_UQ, NGE_UQ,
-    NGT_UQ, NLE_UQ, NLT_UQ, ORD_Q, POOL, UNORD_Q,
+    advance, invariant_inputs, Args, Code, EQ_OQ, GE_OQ, GT_OQ, K, K64, LE_OQ, LT_OQ, NEQ_UQ,
+    NGE_UQ, NGT_UQ, NLE_UQ, NLT_UQ, ORD_Q, POOL, POOL64, UNORD_Q,
 };
 use super::{Cmp, Input, Inst, TileProgram};
 use iced_x86::code_asm::*;
@@ -52,42 +53,29 @@ const XMM: [AsmRegisterXmm; 16] = [
 const SLOT: i32 = 32;
 
 /// Where the constants begin after the code: [`POOL`] with each value in all 8 lanes, then
-/// 8 all-ones lanes and 8 zero lanes (whose window at `8 - n` is the mask of `n` lanes).
+/// 8 all-ones lanes and 8 zero lanes (whose window at `8 - n` is the mask of `n` lanes),
+/// then [`POOL64`] with each value in all 4 f64 lanes.
 const MASK_TABLE: i32 = POOL.len() as i32 * SLOT;
+
+/// Where [`POOL64`] begins after the mask table.
+const POOL64_START: i32 = MASK_TABLE + 2 * SLOT;
 
 /// Whether this machine runs AVX2 tile code.
 pub(crate) fn available() -> bool {
     std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
 }
 
-/// Whether the AVX2 generator has a sequence for `inst`.
-pub(crate) fn covers(inst: &Inst) -> bool {
-    !matches!(
-        inst,
-        Inst::Expm1(_)
-            | Inst::Log(_)
-            | Inst::Log1p(_)
-            | Inst::Sin(_)
-            | Inst::Cos(_)
-            | Inst::IntDivide(..)
-            | Inst::IntRemainder(..)
-            | Inst::IntDivideBy(..)
-            | Inst::IntRemainderBy(..)
-            | Inst::IntToF32(false, _)
-            | Inst::F32ToInt(false, _)
-    )
-}
-
 pub(crate) fn compile(program: &TileProgram) -> Option<Code> {
-    if program.registers() > PROGRAM_REGISTERS || !program.insts.iter().all(|(i, _)| covers(i)) {
+    if program.registers() > PROGRAM_REGISTERS {
         return None;
     }
     super::x86::load(&assemble(program).ok()?)
 }
 
 /// The stack frame: spilled program registers, then per row sum its four 8-lane
-/// accumulators and its running total, then one chunk's summed values, the tail mask and
-/// `tanh`'s three waiting values.
+/// accumulators and its running total, then one chunk's summed values, the tail mask,
+/// three slots for values an instruction keeps while it computes others (`tanh`, and the
+/// f64 sequences' first half and lane conditions), and the lanes that stopped the code.
 struct Frame {
     sums: usize,
 }
@@ -114,10 +102,16 @@ impl Frame {
     fn waiting(&self, k: i32) -> AsmMemoryOperand {
         ymmword_ptr(rsp + self.values() + (2 + k) * SLOT)
     }
+    fn waiting_half(&self) -> AsmMemoryOperand {
+        xmmword_ptr(rsp + self.values() + 2 * SLOT)
+    }
+    fn stopped(&self) -> AsmMemoryOperand {
+        dword_ptr(rsp + self.values() + 5 * SLOT)
+    }
     fn bytes(&self) -> i32 {
         // Keeps `rsp` as aligned as it was (six pushes and the return address leave it at
         // 8 mod 16; alignment does not matter to the unaligned moves used).
-        self.values() + 5 * SLOT
+        self.values() + 6 * SLOT
     }
 }
 
@@ -129,6 +123,21 @@ fn constant(k: K) -> AsmMemoryOperand {
 /// Fills every lane of `y` with constant `k`.
 fn splat(a: &mut CodeAssembler, y: AsmRegisterYmm, k: K) -> Result<(), IcedError> {
     a.vmovups(y, constant(k))
+}
+
+/// f64 constant `k` in all 4 lanes, as a memory operand.
+fn constant64(k: K64) -> AsmMemoryOperand {
+    ymmword_ptr(r15 + POOL64_START + SLOT * k as i32)
+}
+
+/// Fills every f64 lane of `y` with constant `k`.
+fn splat64(a: &mut CodeAssembler, y: AsmRegisterYmm, k: K64) -> Result<(), IcedError> {
+    a.vmovupd(y, constant64(k))
+}
+
+/// The `xmm` half of `y`.
+fn low_half(y: AsmRegisterYmm) -> AsmRegisterXmm {
+    XMM[YMM.iter().position(|&r| r == y).unwrap_or(0)]
 }
 
 /// How a chunk reaches its registers: whether it runs under the tail mask, and the frame.
@@ -222,7 +231,8 @@ fn store(a: &mut CodeAssembler, outputs: &[u8], chunk: Chunk) -> Result<(), Iced
 
 /// The instructions, each from its operands (loaded if spilled) to its destination (stored
 /// if spilled).
-fn body(a: &mut CodeAssembler, insts: &[(Inst, u8)], frame: &Frame) -> Result<(), Error> {
+fn body(a: &mut CodeAssembler, insts: &[(Inst, u8)], chunk: Chunk) -> Result<(), IcedError> {
+    let frame = chunk.frame;
     for &(inst, dr) in insts {
         let sources = inst.sources();
         let mut ops = [S[6]; 3];
@@ -257,6 +267,11 @@ fn body(a: &mut CodeAssembler, insts: &[(Inst, u8)], frame: &Frame) -> Result<()
                 a.vdivps(d, s1, s0)?;
             }
             Inst::Exp(_) => exp(a, d, x)?,
+            Inst::Expm1(_) => expm1(a, d, x, frame)?,
+            Inst::Log(_) => log(a, d, x, false, frame)?,
+            Inst::Log1p(_) => log(a, d, x, true, frame)?,
+            Inst::Sin(_) => trig(a, d, x, false, chunk)?,
+            Inst::Cos(_) => trig(a, d, x, true, chunk)?,
             Inst::Tanh(_) => tanh(a, d, x, frame)?,
             Inst::Logistic(_) => logistic(a, d, x)?,
             Inst::Maximum(..) => extremum(a, d, x, y, true, true, [s0, s1, s2, s3, s4])?,
@@ -370,6 +385,17 @@ fn body(a: &mut CodeAssembler, insts: &[(Inst, u8)], frame: &Frame) -> Result<()
             }
             Inst::IntSign(false, _) => a.vpminud(d, x, constant(K::IntOne))?,
             Inst::IntToF32(true, _) => a.vcvtdq2ps(d, x)?,
+            Inst::IntToF32(false, _) => {
+                // The high and low 16 bits converted exactly, then `high * 65536 + low`
+                // rounded once.
+                a.vpslld(s0, x, 16)?;
+                a.vpsrld(s0, s0, 16)?;
+                a.vcvtdq2ps(s0, s0)?;
+                a.vpsrld(s1, x, 16)?;
+                a.vcvtdq2ps(s1, s1)?;
+                a.vfmadd231ps(s0, s1, constant(K::TrigLimit))?;
+                a.vmovaps(d, s0)?;
+            }
             Inst::F32ToInt(true, _) => {
                 // `vcvttps2dq` gives 0x80000000 for NaN and out of range: at or above 2^31
                 // the largest value instead, NaN 0.
@@ -379,21 +405,29 @@ fn body(a: &mut CodeAssembler, insts: &[(Inst, u8)], frame: &Frame) -> Result<()
                 a.vcmpps(s1, x, x, ORD_Q)?;
                 a.vandps(d, s0, s1)?;
             }
+            Inst::F32ToInt(false, _) => {
+                // Negative values and NaN to 0 (`vmaxps` gives its second operand for NaN).
+                // From 2^31 on, 2^31 is taken away before the signed conversion and its bit
+                // put back; at or above 2^32 that conversion still overflows to
+                // 0x80000000, whose sign spread over the lane saturates it at 0xffffffff.
+                a.vmaxps(s0, x, constant(K::Zero))?;
+                a.vcmpps(s1, s0, constant(K::TwoPow31), GE_OQ)?;
+                a.vsubps(s2, s0, constant(K::TwoPow31))?;
+                a.vblendvps(s0, s0, s2, s1)?;
+                a.vcvttps2dq(s0, s0)?;
+                a.vandps(s1, s1, constant(K::Sign))?;
+                a.vpsrad(s2, s0, 31)?;
+                a.vpor(s0, s0, s1)?;
+                a.vpor(d, s0, s2)?;
+            }
             Inst::LoadScalar(k) => {
                 a.mov(rax, qword_ptr(r8 + 8 * i32::from(k)))?;
                 a.vbroadcastss(d, dword_ptr(rax))?;
             }
-            Inst::Expm1(_)
-            | Inst::Log(_)
-            | Inst::Log1p(_)
-            | Inst::Sin(_)
-            | Inst::Cos(_)
-            | Inst::IntDivide(..)
-            | Inst::IntRemainder(..)
-            | Inst::IntDivideBy(..)
-            | Inst::IntRemainderBy(..)
-            | Inst::IntToF32(false, _)
-            | Inst::F32ToInt(false, _) => return Err(Error::Uncovered),
+            Inst::IntDivide(signed, ..) => int_divide(a, d, x, y, signed, false, frame)?,
+            Inst::IntRemainder(signed, ..) => int_divide(a, d, x, y, signed, true, frame)?,
+            Inst::IntDivideBy(signed, _, c) => int_divide_by(a, d, x, c, signed, false)?,
+            Inst::IntRemainderBy(signed, _, c) => int_divide_by(a, d, x, c, signed, true)?,
         }
         finish(a, dr)?;
     }
@@ -608,32 +642,447 @@ fn logistic(a: &mut CodeAssembler, d: AsmRegisterYmm, x: AsmRegisterYmm) -> Resu
     a.vdivps(d, above, sum)
 }
 
-/// One chunk: its loads, instructions and stores.
+/// `d = x / y` (or the remainder `x - (x / y) y` when `remainder`) for 32-bit integers,
+/// as the AVX-512 generator's `int_divide` computes them: each half of the chunk widened to
+/// four f64 lanes, divided, and truncated by one conversion. A zero divisor is read as 1,
+/// and its lanes take all ones (the quotient) or `x` (the remainder) afterwards. AVX2
+/// converts only signed integers: an unsigned one goes in with its top bit flipped and
+/// comes back 2^31 greater, and an unsigned quotient (floored first, which truncates it)
+/// goes out 2^31 smaller with its top bit flipped back. Reads `x` and `y` before writing
+/// `d` (uses `S[0..5]` and the frame's first waiting slot).
+fn int_divide(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    y: AsmRegisterYmm,
+    signed: bool,
+    remainder: bool,
+    frame: &Frame,
+) -> Result<(), IcedError> {
+    let [zero, ys, xd, yd, t, ..] = S;
+    a.vpxor(t, t, t)?;
+    a.vpcmpeqd(zero, y, t)?;
+    // 1 (all ones shifted right by 31) in the zero lanes.
+    a.vpsrld(ys, zero, 31)?;
+    a.vpor(ys, ys, y)?;
+    let widen = |a: &mut CodeAssembler, v: AsmRegisterYmm, of: AsmRegisterYmm, half: usize| {
+        let part = low_half(v);
+        if half == 0 {
+            a.vmovaps(part, low_half(of))?;
+        } else {
+            a.vextractf128(part, of, 1)?;
+        }
+        if !signed {
+            a.vpxor(part, part, xmmword_ptr(r15 + SLOT * K::Sign as i32))?;
+        }
+        a.vcvtdq2pd(v, part)?;
+        if !signed {
+            a.vaddpd(v, v, constant64(K64::TwoP31))?;
+        }
+        Ok::<(), IcedError>(())
+    };
+    for half in 0..2 {
+        widen(a, xd, x, half)?;
+        widen(a, yd, ys, half)?;
+        a.vdivpd(xd, xd, yd)?;
+        if !signed {
+            a.vroundpd(xd, xd, 0x09)?;
+            a.vsubpd(xd, xd, constant64(K64::TwoP31))?;
+        }
+        a.vcvttpd2dq(low_half(xd), xd)?;
+        if !signed {
+            a.vpxor(
+                low_half(xd),
+                low_half(xd),
+                xmmword_ptr(r15 + SLOT * K::Sign as i32),
+            )?;
+        }
+        if half == 0 {
+            a.vmovups(frame.waiting_half(), low_half(xd))?;
+        } else {
+            a.vmovups(low_half(t), frame.waiting_half())?;
+            a.vinsertf128(xd, t, low_half(xd), 1)?;
+        }
+    }
+    let q = xd;
+    if remainder {
+        a.vpmulld(t, q, ys)?;
+        a.vpsubd(t, x, t)?;
+        a.vblendvps(d, t, x, zero)
+    } else {
+        a.vpor(d, q, zero)
+    }
+}
+
+/// `d = x / c` (or the remainder `x - (x / c) c` when `remainder`) for the constant 32-bit
+/// divisor `c` by the sequence [`DivideBy`] picks, as the AVX-512 generator's
+/// `int_divide_by`: a copy, a negation, shifts for a power of two, or the high halves of
+/// products by a multiplier corrected and shifted. A zero divisor gives all ones (the
+/// quotient) or `x` (the remainder). Reads `x` before writing `d` (uses `S[0..4]`).
+fn int_divide_by(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    c: u32,
+    signed: bool,
+    remainder: bool,
+) -> Result<(), IcedError> {
+    let [t, u, m, q, ..] = S;
+    let division = DivideBy::new(c, signed);
+    match division {
+        DivideBy::Zero => a.vpcmpeqd(q, q, q)?,
+        DivideBy::One => a.vmovaps(q, x)?,
+        DivideBy::MinusOne => {
+            a.vpxor(q, q, q)?;
+            a.vpsubd(q, q, x)?;
+        }
+        DivideBy::SignedPowerOfTwo(k) => {
+            a.vpsrad(t, x, 31)?;
+            a.vpsrld(t, t, 32 - k as i32)?;
+            a.vpaddd(t, t, x)?;
+            a.vpsrad(q, t, k as i32)?;
+        }
+        DivideBy::UnsignedPowerOfTwo(k) => a.vpsrld(q, x, k as i32)?,
+        DivideBy::Signed { magic, add, shift } => {
+            multiply_high(a, q, x, magic as u32, true, [m, t, u])?;
+            match add {
+                1.. => a.vpaddd(q, q, x)?,
+                0 => {}
+                _ => a.vpsubd(q, q, x)?,
+            }
+            if shift > 0 {
+                a.vpsrad(q, q, shift as i32)?;
+            }
+            // Plus one where negative: toward zero.
+            a.vpsrld(t, q, 31)?;
+            a.vpaddd(q, q, t)?;
+        }
+        DivideBy::Unsigned { magic, add, shift } => {
+            multiply_high(a, q, x, magic, false, [m, t, u])?;
+            if add {
+                a.vpsubd(t, x, q)?;
+                a.vpsrld(t, t, 1)?;
+                a.vpaddd(t, t, q)?;
+                a.vpsrld(q, t, shift as i32 - 1)?;
+            } else if shift > 0 {
+                a.vpsrld(q, q, shift as i32)?;
+            }
+        }
+    }
+    if !remainder {
+        return a.vmovaps(d, q);
+    }
+    match division {
+        DivideBy::SignedPowerOfTwo(k) | DivideBy::UnsignedPowerOfTwo(k) => {
+            a.vpslld(t, q, k as i32)?
+        }
+        _ => {
+            broadcast(a, t, c)?;
+            a.vpmulld(t, q, t)?;
+        }
+    }
+    a.vpsubd(d, x, t)
+}
+
+/// `v` = `bits` in every 32-bit lane.
+fn broadcast(a: &mut CodeAssembler, v: AsmRegisterYmm, bits: u32) -> Result<(), IcedError> {
+    a.mov(eax, bits)?;
+    a.vmovd(low_half(v), eax)?;
+    a.vpbroadcastd(v, low_half(v))
+}
+
+/// `d` = the high 32 bits of each lane's 64-bit product `x * magic` (signed or unsigned),
+/// as the AVX-512 generator's `multiply_high`: the even lanes' products and the odd
+/// lanes' in 64-bit lanes, their high halves gathered by `vshufps` and put in order by
+/// `vpshufd`. `m`, `even` and `odd` are scratch.
+fn multiply_high(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    magic: u32,
+    signed: bool,
+    [m, even, odd]: [AsmRegisterYmm; 3],
+) -> Result<(), IcedError> {
+    broadcast(a, m, magic)?;
+    a.vpsrlq(odd, x, 32)?;
+    if signed {
+        a.vpmuldq(even, x, m)?;
+        a.vpmuldq(odd, odd, m)?;
+    } else {
+        a.vpmuludq(even, x, m)?;
+        a.vpmuludq(odd, odd, m)?;
+    }
+    a.vshufps(d, even, odd, 0xdd)?;
+    a.vpshufd(d, d, 0xd8)
+}
+
+/// Half `half` of the eight f32 lanes of `x` widened to four f64 lanes in `d`.
+fn widen_half(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    half: usize,
+) -> Result<(), IcedError> {
+    if half == 0 {
+        a.vcvtps2pd(d, low_half(x))
+    } else {
+        a.vextractf128(low_half(d), x, 1)?;
+        a.vcvtps2pd(d, low_half(d))
+    }
+}
+
+/// The four f64 lanes of `v` narrowed to f32 as half `half` of a chunk: the first half
+/// waits in the frame, the second joins it in `into` (`t` is scratch). Overwrites `v`.
+fn narrow_half(
+    a: &mut CodeAssembler,
+    v: AsmRegisterYmm,
+    half: usize,
+    into: AsmRegisterYmm,
+    t: AsmRegisterYmm,
+    frame: &Frame,
+) -> Result<(), IcedError> {
+    a.vcvtpd2ps(low_half(v), v)?;
+    if half == 0 {
+        a.vmovups(frame.waiting_half(), low_half(v))
+    } else {
+        a.vmovups(low_half(t), frame.waiting_half())?;
+        a.vinsertf128(into, t, low_half(v), 1)
+    }
+}
+
+/// `d = expm1(x)` as `Inst::Expm1` describes, on each half of the chunk widened to four
+/// f64 lanes; reads `x` before writing `d` (uses `S[0..5]`).
+fn expm1(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    frame: &Frame,
+) -> Result<(), IcedError> {
+    let [y, s, q, t, e, ..] = S;
+    for half in 0..2 {
+        widen_half(a, y, x, half)?;
+        // The argument of `exp_parts`, clamped with the bound first so NaN stays.
+        splat64(a, t, K64::Expm1Low)?;
+        a.vmaxpd(y, t, y)?;
+        splat64(a, t, K64::Expm1High)?;
+        a.vminpd(y, t, y)?;
+        // k = round(y log2 e) by adding and subtracting 1.5 * 2^52; s = 2^k.
+        a.vmulpd(s, y, constant64(K64::Log2E))?;
+        a.vaddpd(s, s, constant64(K64::Round))?;
+        a.vsubpd(q, s, constant64(K64::Round))?;
+        a.vpsubq(s, s, constant64(K64::Round))?;
+        a.vpaddq(s, s, constant64(K64::Bias))?;
+        a.vpsllq(s, s, 52)?;
+        // r = (y - k LN2_HI) - k LN2_LO, each product and difference rounded.
+        a.vmulpd(t, q, constant64(K64::Ln2Hi))?;
+        a.vsubpd(y, y, t)?;
+        a.vmulpd(t, q, constant64(K64::Ln2Lo))?;
+        a.vsubpd(y, y, t)?;
+        // q = expm1(r): the polynomial in fused multiply-adds from 1/8!, then times r.
+        splat64(a, q, K64::C7)?;
+        for c in [
+            K64::C6,
+            K64::C5,
+            K64::C4,
+            K64::C3,
+            K64::C2,
+            K64::C1,
+            K64::C0,
+        ] {
+            a.vfmadd213pd(q, y, constant64(c))?;
+        }
+        a.vmulpd(q, q, y)?;
+        // e = s q + (s - 1).
+        a.vmulpd(t, s, q)?;
+        a.vsubpd(e, s, constant64(K64::C0))?;
+        a.vaddpd(e, t, e)?;
+        narrow_half(a, e, half, t, q, frame)?;
+    }
+    // The sign of x.
+    a.vandps(t, t, constant(K::Magnitude))?;
+    a.vandps(q, x, constant(K::Sign))?;
+    a.vorps(d, t, q)
+}
+
+/// `d = ln(x)` (or `ln(1 + x)` when `plus_one`), step for step as `Inst::Log` and
+/// `Inst::Log1p` describe, on each half of the chunk widened to four f64 lanes; reads `x`
+/// before writing `d` (uses `S[0..6]`).
+fn log(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    plus_one: bool,
+    frame: &Frame,
+) -> Result<(), IcedError> {
+    let [xd, u, t, m, f, p, _] = S;
+    for half in 0..2 {
+        widen_half(a, xd, x, half)?;
+        let u = if plus_one {
+            a.vaddpd(u, xd, constant64(K64::C0))?;
+            u
+        } else {
+            xd
+        };
+        // The biased exponent: its bits put under the mantissa of 2^52, then 2^52 taken
+        // away.
+        a.vpsrlq(t, u, 52)?;
+        a.vpor(t, t, constant64(K64::TwoP52))?;
+        a.vsubpd(t, t, constant64(K64::TwoP52))?;
+        // m in [1, 2) from the mantissa; halved (and the exponent one more) above sqrt 2.
+        // `p` holds the condition and `f` the changed values until they are chosen.
+        a.vpand(m, u, constant64(K64::Mantissa))?;
+        a.vpor(m, m, constant64(K64::C0))?;
+        a.vcmppd(p, m, constant64(K64::Sqrt2), GT_OQ)?;
+        a.vmulpd(f, m, constant64(K64::C1))?;
+        a.vblendvpd(m, m, f, p)?;
+        a.vsubpd(t, t, constant64(K64::Bias1023))?;
+        a.vaddpd(f, t, constant64(K64::C0))?;
+        a.vblendvpd(t, t, f, p)?;
+        // f = (m - 1) / (m + 1); 2 atanh(f) = 2 f (((((f2/11 + 1/9) f2 + 1/7) ...) f2 + 1).
+        a.vsubpd(f, m, constant64(K64::C0))?;
+        a.vaddpd(m, m, constant64(K64::C0))?;
+        a.vdivpd(f, f, m)?;
+        a.vmulpd(m, f, f)?;
+        splat64(a, p, K64::Inv11)?;
+        for c in [K64::Inv9, K64::Inv7, K64::Inv5, K64::Inv3, K64::C0] {
+            a.vfmadd213pd(p, m, constant64(c))?;
+        }
+        // e ln 2 + (2 f) p.
+        a.vmulpd(t, t, constant64(K64::Ln2))?;
+        a.vaddpd(f, f, f)?;
+        a.vmulpd(f, f, p)?;
+        a.vaddpd(t, t, f)?;
+        if plus_one {
+            // ln(u) x / (u - 1), or x itself where u == 1.
+            a.vsubpd(m, u, constant64(K64::C0))?;
+            a.vdivpd(m, xd, m)?;
+            a.vmulpd(t, t, m)?;
+            a.vcmppd(f, u, constant64(K64::C0), EQ_OQ)?;
+            a.vblendvpd(t, t, xd, f)?;
+        }
+        // ln(±0) = -inf, ln of a negative or NaN is NaN, ln(inf) = inf.
+        for (predicate, bound, what) in [
+            (EQ_OQ, K64::Zero, K64::NegInfinity),
+            (NGE_UQ, K64::Zero, K64::NaN),
+            (EQ_OQ, K64::Infinity, K64::Infinity),
+        ] {
+            a.vcmppd(f, u, constant64(bound), predicate)?;
+            a.vblendvpd(t, t, constant64(what), f)?;
+        }
+        narrow_half(a, t, half, d, m, frame)?;
+    }
+    Ok(())
+}
+
+/// `d = sin(x)` (or `cos(x)` when `cos`), step for step as `Inst::Sin` describes, on each
+/// half of the chunk widened to four f64 lanes; lanes with `|x| > 65536` or NaN (of those
+/// under the tail mask when masked) stop the code. Reads `x` before writing `d` (uses
+/// `S[0..6]` and the frame's three waiting slots).
+fn trig(
+    a: &mut CodeAssembler,
+    d: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    cos: bool,
+    chunk: Chunk,
+) -> Result<(), IcedError> {
+    let frame = chunk.frame;
+    let [y, t, r, r2, s, tmp, _] = S;
+    a.vandps(tmp, x, constant(K::Magnitude))?;
+    a.vcmpps(tmp, tmp, constant(K::TrigLimit), NLE_UQ)?;
+    if chunk.masked {
+        a.vandps(tmp, tmp, frame.tail_mask())?;
+    }
+    a.vmovmskps(eax, tmp)?;
+    a.or(frame.stopped(), eax)?;
+    for half in 0..2 {
+        widen_half(a, y, x, half)?;
+        // t = x 2/pi + ROUND (two roundings): its low bits are the quadrant k mod 4. The
+        // lanes of odd quadrants wait in slot 1, those whose result is negated in slot 2.
+        a.vmulpd(t, y, constant64(K64::TwoOverPi))?;
+        a.vaddpd(t, t, constant64(K64::Round))?;
+        let bit_set = |a: &mut CodeAssembler, v, bit, slot| -> Result<(), IcedError> {
+            a.vpand(tmp, v, constant64(bit))?;
+            a.vpcmpeqq(tmp, tmp, constant64(bit))?;
+            a.vmovups(frame.waiting(slot), tmp)
+        };
+        bit_set(a, t, K64::BitOne, 1)?;
+        if cos {
+            // cos is negated in quadrants 1 and 2: bit 1 of k + 1.
+            a.vpaddq(r, t, constant64(K64::BitOne))?;
+            bit_set(a, r, K64::BitTwo, 2)?;
+        } else {
+            bit_set(a, t, K64::BitTwo, 2)?;
+        }
+        // k = t - ROUND; r = ((x - k HI) - k MID) - k LO, each step rounded (`k HI` is
+        // exact, so the first step is one multiply-add).
+        a.vsubpd(t, t, constant64(K64::Round))?;
+        a.vmovapd(r, y)?;
+        a.vfnmadd231pd(r, t, constant64(K64::PiO2Hi))?;
+        a.vmulpd(tmp, t, constant64(K64::PiO2Mid))?;
+        a.vsubpd(r, r, tmp)?;
+        a.vmulpd(tmp, t, constant64(K64::PiO2Lo))?;
+        a.vsubpd(r, r, tmp)?;
+        a.vmulpd(r2, r, r)?;
+        // From here `y` holds r^4 and `t` and `tmp` the coefficient pairs of Estrin's
+        // scheme: sin r = r (((S0 r2 + S1) r4 + (S2 r2 + S3)) r4 + (S4 r2 + 1)).
+        a.vmulpd(y, r2, r2)?;
+        let pair = |a: &mut CodeAssembler, z, high, low| -> Result<(), IcedError> {
+            splat64(a, z, high)?;
+            a.vfmadd213pd(z, r2, constant64(low))
+        };
+        pair(a, s, K64::Sin0, K64::Sin1)?;
+        pair(a, t, K64::Sin2, K64::Sin3)?;
+        a.vfmadd213pd(s, y, t)?;
+        pair(a, tmp, K64::Sin4, K64::C0)?;
+        a.vfmadd213pd(s, y, tmp)?;
+        a.vmulpd(s, s, r)?;
+        // cos r = ((C0 r4 + (C1 r2 + C2)) r4 + (C3 r2 + C4)) r4 + (C5 r2 + 1), in `r`.
+        let c = r;
+        splat64(a, c, K64::Cos0)?;
+        pair(a, t, K64::Cos1, K64::Cos2)?;
+        a.vfmadd213pd(c, y, t)?;
+        pair(a, tmp, K64::Cos3, K64::Cos4)?;
+        a.vfmadd213pd(c, y, tmp)?;
+        pair(a, t, K64::Cos5, K64::C0)?;
+        a.vfmadd213pd(c, y, t)?;
+        // sin takes cos r in odd quadrants, cos takes sin r; then the sign.
+        a.vmovupd(t, frame.waiting(1))?;
+        if cos {
+            a.vblendvpd(tmp, c, s, t)?;
+        } else {
+            a.vblendvpd(tmp, s, c, t)?;
+        }
+        a.vmovupd(t, frame.waiting(2))?;
+        a.vandpd(t, t, constant64(K64::Sign))?;
+        a.vxorpd(tmp, tmp, t)?;
+        narrow_half(a, tmp, half, d, t, frame)?;
+    }
+    Ok(())
+}
+
+/// One chunk: its loads, instructions and stores; when the program may stop, a lane that
+/// stopped jumps to `stop` before the stores.
 fn emit_chunk(
     a: &mut CodeAssembler,
     program: &TileProgram,
     hoisted: &[bool],
     chunk: Chunk,
-) -> Result<(), Error> {
+    stop: CodeLabel,
+) -> Result<(), IcedError> {
+    let stops = program.insts.iter().any(|(inst, _)| inst.may_stop());
     load_inputs(a, &program.inputs, |k| !hoisted[k], chunk)?;
-    body(a, &program.insts, chunk.frame)?;
-    Ok(store(a, &program.outputs, chunk)?)
-}
-
-/// Why a program was not assembled.
-enum Error {
-    Asm,
-    /// An instruction [`covers`] leaves out.
-    Uncovered,
-}
-
-impl From<IcedError> for Error {
-    fn from(_: IcedError) -> Error {
-        Error::Asm
+    if stops {
+        a.mov(chunk.frame.stopped(), 0)?;
     }
+    body(a, &program.insts, chunk)?;
+    if stops {
+        a.cmp(chunk.frame.stopped(), 0)?;
+        a.jne(stop)?;
+    }
+    store(a, &program.outputs, chunk)
 }
 
-fn assemble(program: &TileProgram) -> Result<Vec<u8>, Error> {
+fn assemble(program: &TileProgram) -> Result<Vec<u8>, IcedError> {
     let frame = Frame {
         sums: program.row_sums.len(),
     };
@@ -670,9 +1119,9 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, Error> {
         masked: false,
         frame: &frame,
     };
-    let hoist = |a: &mut CodeAssembler, kind: Input| -> Result<(), Error> {
+    let hoist = |a: &mut CodeAssembler, kind: Input| {
         let wanted = |k: usize| hoisted[k] && program.inputs[k].0 == kind;
-        Ok(load_inputs(a, &program.inputs, wanted, whole)?)
+        load_inputs(a, &program.inputs, wanted, whole)
     };
     hoist(&mut a, Input::Scalar)?;
     a.set_label(&mut row_loop)?;
@@ -693,7 +1142,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, Error> {
         a.cmp(r14, 32)?;
         a.jb(pieces_done)?;
         for k in 0..4 {
-            emit_chunk(&mut a, program, &hoisted, whole)?;
+            emit_chunk(&mut a, program, &hoisted, whole, done)?;
             sums.accumulate(&mut a, k)?;
             advance(&mut a, 8)?;
         }
@@ -704,7 +1153,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, Error> {
     a.set_label(&mut full)?;
     a.cmp(r14, 8)?;
     a.jb(tail)?;
-    emit_chunk(&mut a, program, &hoisted, whole)?;
+    emit_chunk(&mut a, program, &hoisted, whole, done)?;
     sums.add_lanes(&mut a, false)?;
     advance(&mut a, 8)?;
     a.jmp(full)?;
@@ -720,7 +1169,7 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, Error> {
         masked: true,
         frame: &frame,
     };
-    emit_chunk(&mut a, program, &hoisted, masked)?;
+    emit_chunk(&mut a, program, &hoisted, masked, done)?;
     sums.add_lanes(&mut a, true)?;
     a.add(rcx, r14)?;
     a.add(r13, r14)?;
@@ -742,7 +1191,9 @@ fn assemble(program: &TileProgram) -> Result<Vec<u8>, Error> {
     a.dd(&lanes)?;
     a.dd(&[u32::MAX; 8])?;
     a.dd(&[0; 8])?;
-    Ok(a.assemble(0)?)
+    let lanes64: Vec<u64> = POOL64.iter().flat_map(|&v| [v; 4]).collect();
+    a.dq(&lanes64)?;
+    a.assemble(0)
 }
 
 /// The row sums of a program in the evaluator's order (`TileProgram::row_sums`): 32
