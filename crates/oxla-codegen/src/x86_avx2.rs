@@ -11,8 +11,8 @@
 //!
 //! It covers every instruction. The sequences are the AVX-512 generator's, step for step
 //! (the f64 ones on each half of a chunk widened to four f64 lanes, an unsigned conversion
-//! by its halves where AVX2 has none), so both compute the interpreter's bits. A lane `sin` or `cos` does
-//! not cover stops the code before the chunk's stores, as there.
+//! by its halves where AVX2 has none), so both compute the interpreter's bits. A lane
+//! `sin` or `cos` does not cover stops the code before the chunk's stores, as there.
 //!
 //! General registers as in `x86`: `r8` the input pointer array, `r9` the output pointer
 //! array, `rcx` the element index, `r10` the end, `r11` the row length, `rbx` the row,
@@ -387,7 +387,7 @@ fn body(a: &mut CodeAssembler, insts: &[(Inst, u8)], chunk: Chunk) -> Result<(),
             Inst::IntToF32(true, _) => a.vcvtdq2ps(d, x)?,
             Inst::IntToF32(false, _) => {
                 // The high and low 16 bits converted exactly, then `high * 65536 + low`
-                // rounded once.
+                // rounded once (`TrigLimit` is 65536.0).
                 a.vpslld(s0, x, 16)?;
                 a.vpsrld(s0, s0, 16)?;
                 a.vcvtdq2ps(s0, s0)?;
